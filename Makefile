@@ -1,0 +1,39 @@
+# xinfer top-level entry points. The README's quick start is `make serve` and `make test`.
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+CTEST_ARGS ?= --output-on-failure
+
+.PHONY: all deps build build-debug test test-asan test-unit serve format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@$(CMAKE) --preset release >/dev/null
+	@$(CMAKE) --build --preset release -j $(JOBS)
+	@echo "built build/bin/xinfer"
+
+build-debug: deps
+	@$(CMAKE) --preset debug >/dev/null
+	@$(CMAKE) --build --preset debug -j $(JOBS)
+
+# Release build, all unit + integration tests (those needing ../shared skip when it is absent).
+test: build
+	@cd build && ctest $(CTEST_ARGS) -j $(JOBS)
+
+# The same tests under AddressSanitizer + UndefinedBehaviorSanitizer (run by CI).
+test-asan: deps
+	@$(CMAKE) --preset asan >/dev/null
+	@$(CMAKE) --build --preset asan -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_ARGS) -j $(JOBS)
+
+serve: build
+	@scripts/serve-default.sh
+
+format:
+	@clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')
+
+clean:
+	rm -rf build build-debug build-asan build-tsan

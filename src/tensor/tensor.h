@@ -1,0 +1,80 @@
+// Tensor: a dtype, a shape (row-major, contiguous) and a byte range inside a Buffer.
+// A Buffer owns (or pins) memory that belongs to one device; the CPU backend allocates aligned
+// host memory, and model weights are Buffers that pin a memory-mapped file.
+// Tensors share their Buffer by shared_ptr: copying a Tensor never copies data.
+// Not thread-safe for concurrent writes to the same data (callers own that discipline).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "tensor/dtype.h"
+
+namespace xinfer {
+
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual void* data() = 0;
+  virtual size_t size_bytes() const = 0;
+  // Name of the device the memory lives on ("cpu", ...), for diagnostics.
+  virtual const char* device_name() const = 0;
+};
+
+// Host memory that stays alive as long as `owner` does (e.g. a MappedFile). Read-only contents
+// are the caller's promise; the pointer is non-const so that one Tensor type serves both.
+class PinnedHostBuffer : public Buffer {
+ public:
+  PinnedHostBuffer(std::shared_ptr<const void> owner, void* data, size_t size)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
+  void* data() override { return data_; }
+  size_t size_bytes() const override { return size_; }
+  const char* device_name() const override { return "cpu"; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  void* data_;
+  size_t size_;
+};
+
+using Shape = std::vector<int64_t>;
+std::string ShapeToString(const Shape& shape);
+int64_t NumElements(const Shape& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(std::shared_ptr<Buffer> buffer, size_t offset, DType dtype, Shape shape);
+
+  bool empty() const { return buffer_ == nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t numel() const { return NumElements(shape_); }
+  size_t size_bytes() const { return static_cast<size_t>(numel()) * DTypeSize(dtype_); }
+
+  void* raw() const { return static_cast<uint8_t*>(buffer_->data()) + offset_; }
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+
+  // Same data, new shape with the same element count.
+  Tensor Reshaped(Shape shape) const;
+  // Rows [begin, end) along dimension 0 (no copy).
+  Tensor Slice0(int64_t begin, int64_t end) const;
+
+ private:
+  std::shared_ptr<Buffer> buffer_;
+  size_t offset_ = 0;
+  DType dtype_ = DType::kF32;
+  Shape shape_;
+};
+
+}  // namespace xinfer

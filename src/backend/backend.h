@@ -1,0 +1,68 @@
+// The device abstraction. Model code sees only `Backend` and `Ops`; only backend/ names devices.
+//
+// Ownership: a Backend owns its device resources and outlives every Buffer it allocated (the
+// engine creates it first and destroys it last). Buffers are shared_ptr so tensors can alias.
+// Thread-safety: Allocate() is thread-safe; an Ops object runs one op at a time (the runner thread
+// calls it), each op may use the backend's own worker threads internally.
+//
+// Conventions for all ops: activations are F32, row-major, contiguous. Weights may be F32, F16 or
+// BF16 and are consumed in their stored layout. Shapes are CHECKed (a mismatch is a bug in model
+// code, not user input).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace xinfer {
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // out[t, :] = float(table[ids[t], :]). Ids must be in range (validated by the caller).
+  virtual void Embedding(const Tensor& table, std::span<const int32_t> ids, Tensor& out) = 0;
+  // Row-wise RMSNorm over the last dimension of x: out = x / rms(x) * weight.
+  // x is [rows, n]; weight is [n]. out may alias x.
+  virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) = 0;
+  // out[T, N] = x[T, K] @ w[N, K]^T (+ bias[N]).
+  virtual void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  // Rotary embedding, rotate-half layout (as Hugging Face Llama/Qwen): x is [T, heads, dim],
+  // token t is at position positions[t]. In place.
+  virtual void Rope(Tensor& x, std::span<const int32_t> positions, double theta) = 0;
+  // out = silu(gate) * up, elementwise. out may alias gate.
+  virtual void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+  // out = a + b, elementwise. out may alias a.
+  virtual void Add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  // dst rows [dst_row, dst_row + src.dim(0)) = src (same row width, both F32).
+  virtual void CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) = 0;
+  // Causal attention of queries q [T, Hq, D] over keys/values k, v [S, Hkv, D] (GQA when
+  // Hq > Hkv). Query t sees key positions 0..positions[t] inclusive. out is [T, Hq, D].
+  virtual void Attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                         std::span<const int32_t> positions, Tensor& out) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // Zero-initialized device memory of `bytes` bytes.
+  virtual std::shared_ptr<Buffer> Allocate(size_t bytes) = 0;
+  virtual Ops& ops() = 0;
+
+  // Convenience: a new zeroed tensor on this device.
+  Tensor NewTensor(DType dtype, Shape shape) {
+    size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+    return Tensor(Allocate(bytes), 0, dtype, std::move(shape));
+  }
+};
+
+struct CpuBackendOptions {
+  int num_threads = 0;  // 0: all cores
+};
+std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
+
+}  // namespace xinfer

@@ -1,0 +1,197 @@
+#include "backend/cpu/cpu_ops.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace xinfer {
+namespace {
+
+// Converts n elements of a weight row in its stored dtype to F32.
+void RowToF32(const void* src, DType dtype, int64_t n, float* dst) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case DType::kBF16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToF32(s[i]);
+      return;
+    }
+    case DType::kF16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(s[i]);
+      return;
+    }
+    default:
+      XI_CHECK_MSG(false, "unsupported weight dtype for CPU kernels");
+  }
+}
+
+const uint8_t* RowPtr(const Tensor& t, int64_t row, int64_t row_elems) {
+  return static_cast<const uint8_t*>(t.raw()) + row * row_elems * DTypeSize(t.dtype());
+}
+
+float Dot(const float* a, const float* b, int64_t n) {
+  float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
+}  // namespace
+
+void CpuOps::Embedding(const Tensor& table, std::span<const int32_t> ids, Tensor& out) {
+  XI_CHECK(table.rank() == 2 && out.dtype() == DType::kF32);
+  const int64_t h = table.dim(1);
+  XI_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * h);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    XI_CHECK(ids[t] >= 0 && ids[t] < table.dim(0));
+    RowToF32(RowPtr(table, ids[t], h), table.dtype(), h, out.data<float>() + t * h);
+  }
+}
+
+void CpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
+  const int64_t n = weight.numel();
+  XI_CHECK(x.numel() % n == 0 && out.numel() == x.numel());
+  const int64_t rows = x.numel() / n;
+  std::vector<float> w(n);
+  RowToF32(weight.raw(), weight.dtype(), n, w.data());
+  const float* xs = x.data<float>();
+  float* os = out.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = xs + r * n;
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    float inv = static_cast<float>(1.0 / std::sqrt(ss / n + eps));
+    float* orow = os + r * n;
+    for (int64_t i = 0; i < n; ++i) orow[i] = xr[i] * inv * w[i];
+  }
+}
+
+void CpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+  XI_CHECK(w.rank() == 2 && x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
+  const int64_t k = w.dim(1), n = w.dim(0);
+  XI_CHECK(x.numel() % k == 0);
+  const int64_t t_rows = x.numel() / k;
+  XI_CHECK(out.numel() == t_rows * n);
+  std::vector<float> b;
+  if (bias != nullptr) {
+    XI_CHECK(bias->numel() == n);
+    b.resize(n);
+    RowToF32(bias->raw(), bias->dtype(), n, b.data());
+  }
+  const float* xs = x.data<float>();
+  float* os = out.data<float>();
+#pragma omp parallel
+  {
+    std::vector<float> wrow(k);
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < n; ++j) {
+      RowToF32(RowPtr(w, j, k), w.dtype(), k, wrow.data());
+      const float bj = b.empty() ? 0.f : b[j];
+      for (int64_t t = 0; t < t_rows; ++t) os[t * n + j] = Dot(xs + t * k, wrow.data(), k) + bj;
+    }
+  }
+}
+
+void CpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double theta) {
+  XI_CHECK(x.rank() == 3 && x.dim(0) == static_cast<int64_t>(positions.size()));
+  const int64_t heads = x.dim(1), dim = x.dim(2), half = dim / 2;
+  std::vector<double> inv_freq(half);
+  for (int64_t i = 0; i < half; ++i)
+    inv_freq[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(dim));
+  std::vector<float> cos_v(half), sin_v(half);
+  float* xs = x.data<float>();
+  for (size_t t = 0; t < positions.size(); ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      double angle = positions[t] * inv_freq[i];
+      cos_v[i] = static_cast<float>(std::cos(angle));
+      sin_v[i] = static_cast<float>(std::sin(angle));
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = xs + (t * heads + h) * dim;
+      for (int64_t i = 0; i < half; ++i) {
+        float x1 = v[i], x2 = v[i + half];
+        v[i] = x1 * cos_v[i] - x2 * sin_v[i];
+        v[i + half] = x2 * cos_v[i] + x1 * sin_v[i];
+      }
+    }
+  }
+}
+
+void CpuOps::SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  XI_CHECK(gate.numel() == up.numel() && out.numel() == gate.numel());
+  const float* g = gate.data<float>();
+  const float* u = up.data<float>();
+  float* o = out.data<float>();
+  const int64_t n = gate.numel();
+  for (int64_t i = 0; i < n; ++i) o[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];
+}
+
+void CpuOps::Add(const Tensor& a, const Tensor& b, Tensor& out) {
+  XI_CHECK(a.numel() == b.numel() && out.numel() == a.numel());
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* o = out.data<float>();
+  const int64_t n = a.numel();
+  for (int64_t i = 0; i < n; ++i) o[i] = pa[i] + pb[i];
+}
+
+void CpuOps::CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) {
+  XI_CHECK(src.dtype() == dst.dtype() && src.rank() >= 1 && dst.rank() >= 1);
+  const int64_t row = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
+  XI_CHECK(src.numel() == src.dim(0) * row);
+  XI_CHECK(dst_row >= 0 && dst_row + src.dim(0) <= dst.dim(0));
+  std::memcpy(static_cast<uint8_t*>(dst.raw()) + dst_row * row * DTypeSize(dst.dtype()),
+              src.raw(), src.size_bytes());
+}
+
+void CpuOps::Attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                       std::span<const int32_t> positions, Tensor& out) {
+  XI_CHECK(q.rank() == 3 && k.rank() == 3 && v.rank() == 3);
+  const int64_t t_rows = q.dim(0), hq = q.dim(1), d = q.dim(2);
+  const int64_t s_len = k.dim(0), hkv = k.dim(1);
+  XI_CHECK(k.dim(2) == d && v.dim(1) == hkv && v.dim(2) == d && hq % hkv == 0);
+  XI_CHECK(static_cast<int64_t>(positions.size()) == t_rows && out.numel() == q.numel());
+  const int64_t group = hq / hkv;
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  const float* qs = q.data<float>();
+  const float* ks = k.data<float>();
+  const float* vs = v.data<float>();
+  float* os = out.data<float>();
+#pragma omp parallel
+  {
+    std::vector<float> scores(s_len);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t t = 0; t < t_rows; ++t) {
+      for (int64_t h = 0; h < hq; ++h) {
+        const int64_t kvh = h / group;
+        const int64_t n_keys = std::min<int64_t>(positions[t] + 1, s_len);
+        const float* qv = qs + (t * hq + h) * d;
+        float max_score = -INFINITY;
+        for (int64_t s = 0; s < n_keys; ++s) {
+          scores[s] = Dot(qv, ks + (s * hkv + kvh) * d, d) * scale;
+          max_score = std::max(max_score, scores[s]);
+        }
+        double denom = 0;
+        for (int64_t s = 0; s < n_keys; ++s) {
+          scores[s] = std::exp(scores[s] - max_score);
+          denom += scores[s];
+        }
+        float* o = os + (t * hq + h) * d;
+        std::fill(o, o + d, 0.f);
+        for (int64_t s = 0; s < n_keys; ++s) {
+          const float p = static_cast<float>(scores[s] / denom);
+          const float* vv = vs + (s * hkv + kvh) * d;
+          for (int64_t i = 0; i < d; ++i) o[i] += p * vv[i];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace xinfer

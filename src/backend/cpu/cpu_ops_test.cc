@@ -1,0 +1,132 @@
+// Checks each CPU op against a direct double-precision evaluation of its definition.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backend/backend.h"
+
+namespace xinfer {
+namespace {
+
+class CpuOpsTest : public ::testing::Test {
+ protected:
+  Tensor Random(DType dtype, Shape shape) {
+    Tensor t = backend_->NewTensor(dtype, shape);
+    std::normal_distribution<float> dist(0.f, 1.f);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      float v = dist(rng_);
+      if (dtype == DType::kF32) t.data<float>()[i] = v;
+      if (dtype == DType::kBF16) t.data<uint16_t>()[i] = F32ToBf16(v);
+      if (dtype == DType::kF16) t.data<uint16_t>()[i] = F32ToF16(v);
+    }
+    return t;
+  }
+  static double At(const Tensor& t, int64_t i) {
+    if (t.dtype() == DType::kBF16) return Bf16ToF32(t.data<uint16_t>()[i]);
+    if (t.dtype() == DType::kF16) return F16ToF32(t.data<uint16_t>()[i]);
+    return t.data<float>()[i];
+  }
+  std::unique_ptr<Backend> backend_ = CreateCpuBackend();
+  std::mt19937 rng_{42};
+};
+
+TEST_F(CpuOpsTest, LinearAllWeightDtypesWithBias) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (auto [t, k, n] : {std::tuple{1, 7, 5}, std::tuple{3, 64, 33}, std::tuple{5, 129, 17}}) {
+      Tensor x = Random(DType::kF32, {t, k});
+      Tensor w = Random(dt, {n, k});
+      Tensor b = Random(DType::kF32, {n});
+      Tensor y = backend_->NewTensor(DType::kF32, {t, n});
+      backend_->ops().Linear(x, w, &b, y);
+      for (int i = 0; i < t; ++i)
+        for (int j = 0; j < n; ++j) {
+          double ref = At(b, j);
+          for (int c = 0; c < k; ++c) ref += At(x, i * k + c) * At(w, j * k + c);
+          ASSERT_NEAR(y.data<float>()[i * n + j], ref, 1e-4 * (1 + std::fabs(ref)))
+              << DTypeName(dt) << " " << t << "x" << k << "x" << n;
+        }
+    }
+  }
+}
+
+TEST_F(CpuOpsTest, RmsNormAndEmbedding) {
+  Tensor x = Random(DType::kF32, {3, 10});
+  Tensor w = Random(DType::kBF16, {10});
+  Tensor y = backend_->NewTensor(DType::kF32, {3, 10});
+  backend_->ops().RmsNorm(x, w, 1e-6f, y);
+  for (int r = 0; r < 3; ++r) {
+    double ss = 0;
+    for (int i = 0; i < 10; ++i) ss += At(x, r * 10 + i) * At(x, r * 10 + i);
+    double inv = 1 / std::sqrt(ss / 10 + 1e-6);
+    for (int i = 0; i < 10; ++i)
+      EXPECT_NEAR(y.data<float>()[r * 10 + i], At(x, r * 10 + i) * inv * At(w, i), 1e-5);
+  }
+  Tensor table = Random(DType::kBF16, {6, 4});
+  Tensor e = backend_->NewTensor(DType::kF32, {2, 4});
+  std::vector<int32_t> ids = {5, 0};
+  backend_->ops().Embedding(table, ids, e);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(e.data<float>()[i], At(table, 5 * 4 + i));
+    EXPECT_EQ(e.data<float>()[4 + i], At(table, i));
+  }
+}
+
+TEST_F(CpuOpsTest, RopeRotateHalf) {
+  Tensor x = Random(DType::kF32, {2, 3, 8});
+  Tensor orig = backend_->NewTensor(DType::kF32, {2, 3, 8});
+  backend_->ops().CopyRows(x, orig, 0);
+  std::vector<int32_t> pos = {0, 7};
+  backend_->ops().Rope(x, pos, 10000.0);
+  for (int t = 0; t < 2; ++t)
+    for (int h = 0; h < 3; ++h)
+      for (int i = 0; i < 4; ++i) {
+        double ang = pos[t] / std::pow(10000.0, 2.0 * i / 8);
+        int64_t base = (t * 3 + h) * 8;
+        double x1 = At(orig, base + i), x2 = At(orig, base + i + 4);
+        EXPECT_NEAR(x.data<float>()[base + i], x1 * std::cos(ang) - x2 * std::sin(ang), 1e-5);
+        EXPECT_NEAR(x.data<float>()[base + i + 4], x2 * std::cos(ang) + x1 * std::sin(ang), 1e-5);
+      }
+}
+
+TEST_F(CpuOpsTest, CausalGqaAttention) {
+  const int t_rows = 3, hq = 4, hkv = 2, d = 8, s_len = 5;
+  Tensor q = Random(DType::kF32, {t_rows, hq, d});
+  Tensor k = Random(DType::kF32, {s_len, hkv, d});
+  Tensor v = Random(DType::kF32, {s_len, hkv, d});
+  Tensor o = backend_->NewTensor(DType::kF32, {t_rows, hq, d});
+  std::vector<int32_t> pos = {2, 3, 4};
+  backend_->ops().Attention(q, k, v, pos, o);
+  for (int t = 0; t < t_rows; ++t)
+    for (int h = 0; h < hq; ++h) {
+      int kvh = h / 2;
+      std::vector<double> p(pos[t] + 1);
+      double mx = -1e300, den = 0;
+      for (int s = 0; s <= pos[t]; ++s) {
+        double sc = 0;
+        for (int i = 0; i < d; ++i) sc += At(q, (t * hq + h) * d + i) * At(k, (s * hkv + kvh) * d + i);
+        p[s] = sc / std::sqrt(d);
+        mx = std::max(mx, p[s]);
+      }
+      for (auto& x : p) den += (x = std::exp(x - mx));
+      for (int i = 0; i < d; ++i) {
+        double ref = 0;
+        for (int s = 0; s <= pos[t]; ++s) ref += p[s] / den * At(v, (s * hkv + kvh) * d + i);
+        EXPECT_NEAR(o.data<float>()[(t * hq + h) * d + i], ref, 1e-5);
+      }
+    }
+}
+
+TEST_F(CpuOpsTest, SiluMulAndAdd) {
+  Tensor a = Random(DType::kF32, {9});
+  Tensor b = Random(DType::kF32, {9});
+  Tensor o = backend_->NewTensor(DType::kF32, {9});
+  backend_->ops().SiluMul(a, b, o);
+  for (int i = 0; i < 9; ++i)
+    EXPECT_NEAR(o.data<float>()[i], At(a, i) / (1 + std::exp(-At(a, i))) * At(b, i), 1e-5);
+  backend_->ops().Add(a, b, o);
+  for (int i = 0; i < 9; ++i) EXPECT_FLOAT_EQ(o.data<float>()[i], At(a, i) + At(b, i));
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -1,0 +1,104 @@
+#include "formats/hf_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.h"
+
+namespace xinfer {
+namespace {
+
+using nlohmann::json;
+
+Status GetInt(const json& j, const char* key, bool required, int* out) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (required) return InvalidArgument("config.json: missing '{}'", key);
+    return Status::Ok();
+  }
+  if (!j[key].is_number_integer()) return InvalidArgument("config.json: '{}' must be an integer", key);
+  int64_t v = j[key].get<int64_t>();
+  if (v <= 0 || v > (1 << 30)) return InvalidArgument("config.json: '{}' = {} is out of range", key, v);
+  *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+Status GetDouble(const json& j, const char* key, double* out) {
+  if (!j.contains(key) || j[key].is_null()) return Status::Ok();
+  if (!j[key].is_number()) return InvalidArgument("config.json: '{}' must be a number", key);
+  *out = j[key].get<double>();
+  if (!(*out > 0)) return InvalidArgument("config.json: '{}' must be positive", key);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("config.json is not a JSON object");
+  ModelConfig c;
+  if (!j.contains("architectures") || !j["architectures"].is_array() ||
+      j["architectures"].empty() || !j["architectures"][0].is_string())
+    return InvalidArgument("config.json: missing 'architectures'");
+  c.architecture = j["architectures"][0].get<std::string>();
+  c.model_type = j.value("model_type", "");
+  XI_RETURN_IF_ERROR(GetInt(j, "vocab_size", true, &c.vocab_size));
+  XI_RETURN_IF_ERROR(GetInt(j, "hidden_size", true, &c.hidden_size));
+  XI_RETURN_IF_ERROR(GetInt(j, "intermediate_size", true, &c.intermediate_size));
+  XI_RETURN_IF_ERROR(GetInt(j, "num_hidden_layers", true, &c.num_hidden_layers));
+  XI_RETURN_IF_ERROR(GetInt(j, "num_attention_heads", true, &c.num_attention_heads));
+  c.num_key_value_heads = c.num_attention_heads;
+  XI_RETURN_IF_ERROR(GetInt(j, "num_key_value_heads", false, &c.num_key_value_heads));
+  c.head_dim = c.hidden_size / c.num_attention_heads;
+  XI_RETURN_IF_ERROR(GetInt(j, "head_dim", false, &c.head_dim));
+  XI_RETURN_IF_ERROR(GetInt(j, "max_position_embeddings", false, &c.max_position_embeddings));
+  XI_RETURN_IF_ERROR(GetDouble(j, "rms_norm_eps", &c.rms_norm_eps));
+  XI_RETURN_IF_ERROR(GetDouble(j, "rope_theta", &c.rope_theta));
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    return InvalidArgument("config.json: num_attention_heads {} is not a multiple of "
+                           "num_key_value_heads {}", c.num_attention_heads, c.num_key_value_heads);
+  if (!j.contains("head_dim") && c.hidden_size % c.num_attention_heads != 0)
+    return InvalidArgument("config.json: hidden_size {} is not divisible by num_attention_heads {}",
+                           c.hidden_size, c.num_attention_heads);
+  if (c.head_dim % 2 != 0) return InvalidArgument("config.json: head_dim {} must be even", c.head_dim);
+  if (j.contains("tie_word_embeddings")) {
+    if (!j["tie_word_embeddings"].is_boolean())
+      return InvalidArgument("config.json: 'tie_word_embeddings' must be a boolean");
+    c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
+  }
+  if (j.contains("attention_bias") && j["attention_bias"].is_boolean())
+    c.attention_bias = j["attention_bias"].get<bool>();
+  std::string act = j.value("hidden_act", "silu");
+  if (act != "silu") return Unimplemented("config.json: hidden_act '{}' is not supported", act);
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    return Unimplemented("config.json: rope_scaling is not supported yet");
+  if (j.contains("torch_dtype") && j["torch_dtype"].is_string())
+    c.torch_dtype = j["torch_dtype"].get<std::string>();
+  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())
+    c.bos_token_id = j["bos_token_id"].get<int>();
+  if (j.contains("eos_token_id")) {
+    const json& e = j["eos_token_id"];
+    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int>());
+    if (e.is_array())
+      for (const auto& x : e)
+        if (x.is_number_integer()) c.eos_token_ids.push_back(x.get<int>());
+  }
+  if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
+    const json& q = j["quantization_config"];
+    c.quantization.method = q.value("quant_method", "");
+    if (q.contains("bits") && q["bits"].is_number_integer()) c.quantization.bits = q["bits"];
+    if (q.contains("group_size") && q["group_size"].is_number_integer())
+      c.quantization.group_size = q["group_size"];
+    if (q.contains("zero_point") && q["zero_point"].is_boolean())
+      c.quantization.zero_point = q["zero_point"];
+    if (q.contains("version") && q["version"].is_string()) c.quantization.version = q["version"];
+  }
+  return c;
+}
+
+StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir) {
+  XI_ASSIGN_OR_RETURN(std::string text, ReadFileToString(model_dir + "/config.json"));
+  auto c = ParseHfConfig(text);
+  if (!c.ok()) return c.status().WithContext(model_dir + "/config.json");
+  return c;
+}
+
+}  // namespace xinfer

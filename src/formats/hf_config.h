@@ -1,0 +1,48 @@
+// The subset of a Hugging Face `config.json` that decoder-only LLMs of the Llama/Qwen family
+// need, parsed and validated once. Plain value type.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace xinfer {
+
+struct QuantizationConfig {
+  std::string method;  // "" when the checkpoint is not quantized, else e.g. "awq"
+  int bits = 0;
+  int group_size = 0;
+  bool zero_point = false;
+  std::string version;  // AWQ packing, e.g. "gemm"
+};
+
+struct ModelConfig {
+  std::string architecture;  // architectures[0], e.g. "Qwen3ForCausalLM"
+  std::string model_type;    // e.g. "qwen3"
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;  // explicit in Qwen3; hidden_size / num_attention_heads otherwise
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  int max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v (and o for Llama) biases
+  std::string torch_dtype;      // as stored: "bfloat16", "float32", ...
+  std::optional<int> bos_token_id;
+  std::vector<int> eos_token_ids;
+  QuantizationConfig quantization;
+};
+
+// Parses config.json text. Missing required fields, non-positive sizes, heads that do not divide
+// or unsupported features (hidden_act other than silu, rope_scaling) are InvalidArgument /
+// Unimplemented with the field named.
+StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text);
+StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir);
+
+}  // namespace xinfer

@@ -1,0 +1,228 @@
+#include "formats/safetensors.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "formats/hf_config.h"
+
+namespace xinfer {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SafetensorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("xinfer_st_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes a safetensors file with the given header text and `data_bytes` bytes of data.
+  std::string Write(const std::string& name, const std::string& header, size_t data_bytes,
+                    int64_t header_len_override = -1) {
+    std::string path = (dir_ / name).string();
+    std::ofstream out(path, std::ios::binary);
+    uint64_t len = header_len_override >= 0 ? header_len_override : header.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xff));
+    out << header;
+    for (size_t i = 0; i < data_bytes; ++i) out.put(static_cast<char>(i));
+    return path;
+  }
+
+  static std::string ErrorOf(const std::string& path) {
+    auto f = SafetensorsFile::Open(path);
+    EXPECT_FALSE(f.ok());
+    return f.ok() ? "" : f.status().ToString();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SafetensorsTest, ReadsValidFile) {
+  auto path = Write("ok.safetensors",
+                    R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],)"
+                    R"("data_offsets":[0,16]},"b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]}})",
+                    22);
+  auto f = SafetensorsFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ((*f)->tensors().size(), 2u);
+  EXPECT_EQ((*f)->metadata().at("format"), "pt");
+  const TensorInfo& b = (*f)->tensors().at("b");
+  EXPECT_EQ(b.dtype, DType::kBF16);
+  Tensor t = (*f)->Get(b);
+  EXPECT_EQ(t.shape(), (Shape{3}));
+  EXPECT_EQ(t.data<uint8_t>()[0], 16);  // data byte i has value i
+}
+
+TEST_F(SafetensorsTest, MissingFile) {
+  EXPECT_NE(ErrorOf((dir_ / "nope.safetensors").string()).find("NotFound: no such file"),
+            std::string::npos);
+}
+
+TEST_F(SafetensorsTest, TooShort) {
+  std::string path = (dir_ / "short.safetensors").string();
+  std::ofstream(path) << "abc";
+  EXPECT_NE(ErrorOf(path).find("too short"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, HeaderLongerThanFile) {
+  auto path = Write("trunc.safetensors", R"({"a":1})", 0, 4096);
+  EXPECT_NE(ErrorOf(path).find("exceeds the file size"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, ImplausibleHeaderLength) {
+  auto path = Write("huge.safetensors", "{}", 0, int64_t{1} << 40);
+  EXPECT_NE(ErrorOf(path).find("implausible"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, HeaderNotJson) {
+  auto path = Write("bad.safetensors", "{not json", 0);
+  EXPECT_NE(ErrorOf(path).find("not a valid JSON object"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, UnknownDtype) {
+  auto path = Write("dt.safetensors", R"({"a":{"dtype":"F8_E5M2","shape":[1],"data_offsets":[0,1]}})", 1);
+  std::string err = ErrorOf(path);
+  EXPECT_NE(err.find("unsupported dtype 'F8_E5M2'"), std::string::npos) << err;
+  EXPECT_NE(err.find("tensor 'a'"), std::string::npos) << err;
+}
+
+TEST_F(SafetensorsTest, TruncatedData) {
+  auto path = Write("td.safetensors", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+  std::string err = ErrorOf(path);
+  EXPECT_NE(err.find("DataLoss"), std::string::npos) << err;
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+}
+
+TEST_F(SafetensorsTest, ShapeDisagreesWithOffsets) {
+  auto path = Write("sh.safetensors", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16);
+  EXPECT_NE(ErrorOf(path).find("needs 12 bytes but data_offsets span 16"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, OffsetsReversedOrOverlapping) {
+  auto p1 = Write("rev.safetensors", R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}})", 4);
+  EXPECT_NE(ErrorOf(p1).find("begin > end"), std::string::npos);
+  auto p2 = Write("ovl.safetensors",
+                  R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                  R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+                  6);
+  EXPECT_NE(ErrorOf(p2).find("overlap"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, MalformedEntries) {
+  auto p1 = Write("e1.safetensors", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4);
+  EXPECT_NE(ErrorOf(p1).find("bad shape entry"), std::string::npos);
+  auto p2 = Write("e2.safetensors", R"({"a":{"dtype":"F32","shape":[1]}})", 4);
+  EXPECT_NE(ErrorOf(p2).find("data_offsets must be"), std::string::npos);
+  auto p3 = Write("e3.safetensors", R"({"a":[1,2]})", 4);
+  EXPECT_NE(ErrorOf(p3).find("not an object"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, WeightStoreSingleAndMissingTensor) {
+  Write("model.safetensors", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
+  auto store = WeightStore::OpenDir(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_TRUE((*store)->Get("w").ok());
+  auto missing = (*store)->Get("lm_head.weight");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("tensor 'lm_head.weight' is missing"),
+            std::string::npos);
+  auto wrong = (*store)->GetWithShape("w", {3});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("has shape [2] but the config implies [3]"),
+            std::string::npos);
+}
+
+TEST_F(SafetensorsTest, WeightStoreSharded) {
+  Write("model-00001-of-00002.safetensors",
+        R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  Write("model-00002-of-00002.safetensors",
+        R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  std::ofstream(dir_ / "model.safetensors.index.json")
+      << R"({"metadata":{},"weight_map":{"a":"model-00001-of-00002.safetensors",)"
+      << R"("b":"model-00002-of-00002.safetensors"}})";
+  auto store = WeightStore::OpenDir(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_TRUE((*store)->Has("a"));
+  EXPECT_TRUE((*store)->Has("b"));
+  EXPECT_EQ((*store)->Names().size(), 2u);
+}
+
+TEST_F(SafetensorsTest, WeightStoreShardErrors) {
+  std::ofstream(dir_ / "model.safetensors.index.json")
+      << R"({"weight_map":{"a":"missing-shard.safetensors"}})";
+  auto s1 = WeightStore::OpenDir(dir_.string());
+  ASSERT_FALSE(s1.ok());
+  EXPECT_NE(s1.status().message().find("missing-shard.safetensors"), std::string::npos);
+
+  Write("shard.safetensors", R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  std::ofstream(dir_ / "model.safetensors.index.json")
+      << R"({"weight_map":{"a":"shard.safetensors"}})";
+  auto s2 = WeightStore::OpenDir(dir_.string());
+  ASSERT_FALSE(s2.ok());
+  EXPECT_NE(s2.status().message().find("does not contain it"), std::string::npos);
+
+  std::ofstream(dir_ / "model.safetensors.index.json") << R"({"weight_map":{"a":"../../etc"}})";
+  auto s3 = WeightStore::OpenDir(dir_.string());
+  ASSERT_FALSE(s3.ok());
+  EXPECT_NE(s3.status().message().find("plain file name"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, WeightStoreNoWeights) {
+  auto s = WeightStore::OpenDir(dir_.string());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("no model.safetensors"), std::string::npos);
+  auto s2 = WeightStore::OpenDir((dir_ / "absent").string());
+  ASSERT_FALSE(s2.ok());
+  EXPECT_NE(s2.status().message().find("model folder not found"), std::string::npos);
+}
+
+constexpr const char* kQwen3Config = R"({
+  "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 100,
+  "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+  "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true,
+  "eos_token_id": [1, 2], "torch_dtype": "bfloat16"})";
+
+TEST(HfConfigTest, ParsesQwen3) {
+  auto c = ParseHfConfig(kQwen3Config);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(c->head_dim, 32);
+  EXPECT_EQ(c->num_key_value_heads, 2);
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->eos_token_ids, (std::vector<int>{1, 2}));
+  EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
+}
+
+TEST(HfConfigTest, Errors) {
+  auto expect_error = [](const std::string& text, const std::string& needle) {
+    auto c = ParseHfConfig(text);
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_NE(c.status().message().find(needle), std::string::npos) << c.status().ToString();
+  };
+  expect_error("[1,2]", "not a JSON object");
+  expect_error("{", "not a JSON object");
+  expect_error(R"({"architectures": ["X"]})", "missing 'vocab_size'");
+  expect_error(R"({"architectures": ["X"], "vocab_size": 10, "hidden_size": 64,
+      "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 5,
+      "num_key_value_heads": 2})", "not a multiple");
+  expect_error(R"({"architectures": ["X"], "vocab_size": -3})", "out of range");
+  expect_error(R"({"architectures": ["X"], "vocab_size": 10, "hidden_size": 64,
+      "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4,
+      "hidden_act": "gelu"})", "hidden_act 'gelu'");
+  expect_error(R"({"vocab_size": 10})", "missing 'architectures'");
+  auto missing = LoadHfConfig("/nonexistent/model");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -1,0 +1,48 @@
+// Architecture registry: the one place that maps config.json's `architectures` to code.
+#include <map>
+
+#include "model/arch/arch.h"
+#include "model/causal_lm.h"
+
+namespace xinfer {
+namespace {
+
+using SpecFn = StatusOr<DecoderSpec> (*)(const ModelConfig&);
+
+const std::map<std::string, SpecFn>& Registry() {
+  static const std::map<std::string, SpecFn> registry = {
+      {"LlamaForCausalLM", &LlamaSpec},
+      {"Qwen2ForCausalLM", &Qwen2Spec},
+      {"Qwen3ForCausalLM", &Qwen3Spec},
+  };
+  return registry;
+}
+
+}  // namespace
+
+std::vector<std::string> SupportedArchitectures() {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : Registry()) names.push_back(name);
+  return names;
+}
+
+StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend) {
+  XI_ASSIGN_OR_RETURN(ModelConfig config, LoadHfConfig(model_dir));
+  auto it = Registry().find(config.architecture);
+  if (it == Registry().end()) {
+    std::string supported;
+    for (const auto& n : SupportedArchitectures()) supported += (supported.empty() ? "" : ", ") + n;
+    return Unimplemented("{}: unsupported architecture '{}' (supported: {})", model_dir,
+                         config.architecture, supported);
+  }
+  if (!config.quantization.method.empty())
+    return Unimplemented("{}: quantization '{}' is not supported yet", model_dir,
+                         config.quantization.method);
+  XI_ASSIGN_OR_RETURN(DecoderSpec spec, it->second(config));
+  XI_ASSIGN_OR_RETURN(auto store, WeightStore::OpenDir(model_dir));
+  auto model = CreateDecoderLM(std::move(config), spec, std::move(store), backend);
+  if (!model.ok()) return model.status().WithContext(model_dir);
+  return model;
+}
+
+}  // namespace xinfer

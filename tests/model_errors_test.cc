@@ -1,0 +1,155 @@
+// Malformed model folders: each must fail to load with a Status that names the problem.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/causal_lm.h"
+#include "test_util.h"
+
+namespace xinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Writes a tiny Llama-shaped checkpoint (hidden 8, 1 layer, vocab 16) that tests then break.
+class ModelErrorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("xinfer_model_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    config_ = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
+               {"vocab_size", 16}, {"hidden_size", 8}, {"intermediate_size", 12},
+               {"num_hidden_layers", 1}, {"num_attention_heads", 2},
+               {"num_key_value_heads", 1}, {"tie_word_embeddings", true},
+               {"rms_norm_eps", 1e-6}, {"torch_dtype", "float32"}};
+    const int h = 8, kv = 4, i = 12;
+    tensors_ = {{"model.embed_tokens.weight", {16, h}},
+                {"model.norm.weight", {h}},
+                {"model.layers.0.input_layernorm.weight", {h}},
+                {"model.layers.0.post_attention_layernorm.weight", {h}},
+                {"model.layers.0.self_attn.q_proj.weight", {h, h}},
+                {"model.layers.0.self_attn.k_proj.weight", {kv, h}},
+                {"model.layers.0.self_attn.v_proj.weight", {kv, h}},
+                {"model.layers.0.self_attn.o_proj.weight", {h, h}},
+                {"model.layers.0.mlp.gate_proj.weight", {i, h}},
+                {"model.layers.0.mlp.up_proj.weight", {i, h}},
+                {"model.layers.0.mlp.down_proj.weight", {h, i}}};
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes config.json and model.safetensors (F32 unless `dtype` given; `truncate` drops bytes).
+  void WriteModel(const std::string& dtype = "F32", size_t truncate = 0) {
+    std::ofstream(dir_ / "config.json") << config_.dump();
+    json header = json::object();
+    size_t offset = 0, elem = dtype == "F32" || dtype == "I32" ? 4 : 2;
+    for (const auto& [name, shape] : tensors_) {
+      size_t n = 1;
+      for (auto d : shape) n *= d;
+      header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + n * elem}}};
+      offset += n * elem;
+    }
+    std::string h = header.dump();
+    std::ofstream out(dir_ / "model.safetensors", std::ios::binary);
+    uint64_t len = h.size();
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << h;
+    std::string data(offset - truncate, '\0');
+    out << data;
+  }
+
+  std::string LoadError() {
+    auto backend = CreateCpuBackend();
+    auto model = LoadCausalLM(dir_.string(), *backend);
+    EXPECT_FALSE(model.ok());
+    return model.ok() ? "" : model.status().ToString();
+  }
+
+  fs::path dir_;
+  json config_;
+  std::map<std::string, std::vector<int64_t>> tensors_;
+};
+
+TEST_F(ModelErrorsTest, ValidModelLoadsAndRejectsBadIds) {
+  WriteModel();
+  auto backend = CreateCpuBackend();
+  auto model = LoadCausalLM(dir_.string(), *backend);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->num_parameters(), 16 * 8 + 8 + 8 + 8 + 64 + 32 + 32 + 64 + 96 * 3);
+  KvCache cache = (*model)->NewKvCache(4);
+  std::vector<float> logits(16);
+  std::vector<int32_t> bad = {3, 16};
+  auto s = (*model)->Forward(bad, cache, logits);
+  EXPECT_NE(s.message().find("token id 16 is outside the vocabulary"), std::string::npos);
+  EXPECT_EQ(cache.length, 0);
+  std::vector<int32_t> too_long = {1, 2, 3, 4, 5};
+  EXPECT_EQ((*model)->Forward(too_long, cache, logits).code(), StatusCode::kOutOfRange);
+  std::vector<int32_t> ok = {1, 2};
+  EXPECT_TRUE((*model)->Forward(ok, cache, logits).ok());
+  EXPECT_EQ(cache.length, 2);
+}
+
+TEST_F(ModelErrorsTest, MissingFolderAndConfig) {
+  auto backend = CreateCpuBackend();
+  auto m = LoadCausalLM((dir_ / "absent").string(), *backend);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(LoadError().find("config.json"), std::string::npos);
+}
+
+TEST_F(ModelErrorsTest, UnsupportedArchitecture) {
+  config_["architectures"] = {"MambaForCausalLM"};
+  WriteModel();
+  std::string err = LoadError();
+  EXPECT_NE(err.find("unsupported architecture 'MambaForCausalLM'"), std::string::npos) << err;
+  EXPECT_NE(err.find("Qwen3ForCausalLM"), std::string::npos) << err;
+}
+
+TEST_F(ModelErrorsTest, MissingTensor) {
+  tensors_.erase("model.layers.0.mlp.up_proj.weight");
+  WriteModel();
+  std::string err = LoadError();
+  EXPECT_NE(err.find("tensor 'model.layers.0.mlp.up_proj.weight' is missing"), std::string::npos)
+      << err;
+}
+
+TEST_F(ModelErrorsTest, UntiedNeedsLmHead) {
+  config_["tie_word_embeddings"] = false;
+  WriteModel();
+  EXPECT_NE(LoadError().find("'lm_head.weight' is missing"), std::string::npos);
+}
+
+TEST_F(ModelErrorsTest, WrongShape) {
+  tensors_["model.layers.0.self_attn.k_proj.weight"] = {8, 8};
+  WriteModel();
+  std::string err = LoadError();
+  EXPECT_NE(err.find("k_proj.weight' has shape [8, 8] but the config implies [4, 8]"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(ModelErrorsTest, UnsupportedWeightDtype) {
+  WriteModel("I32");
+  EXPECT_NE(LoadError().find("only F32, BF16 and F16 weights are supported"), std::string::npos);
+}
+
+TEST_F(ModelErrorsTest, TruncatedWeights) {
+  WriteModel("F32", 100);
+  std::string err = LoadError();
+  EXPECT_NE(err.find("DataLoss"), std::string::npos) << err;
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+}
+
+TEST_F(ModelErrorsTest, QuantizedNotYetSupported) {
+  config_["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+  WriteModel();
+  EXPECT_NE(LoadError().find("quantization 'gptq' is not supported"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xinfer

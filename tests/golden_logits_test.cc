@@ -63,9 +63,9 @@ TEST_P(GoldenLogitsTest, LastLogitsAndGreedyMatchReference) {
                                      ".logits.f32");
     ASSERT_EQ(static_cast<int>(ref.size()), vocab);
 
-    KvCache cache = (*model)->NewKvCache(static_cast<int64_t>(ids.size() + greedy.size()));
+    SingleSequence seq(**model, *backend, static_cast<int64_t>(ids.size() + greedy.size()));
     std::vector<float> logits(vocab);
-    ASSERT_TRUE((*model)->Forward(ids, cache, logits).ok());
+    ASSERT_TRUE(seq.Append(ids, logits).ok());
     double max_err = 0;
     for (int i = 0; i < vocab; ++i) max_err = std::max<double>(max_err, std::fabs(logits[i] - ref[i]));
     EXPECT_LT(max_err, kLogitTolerance);
@@ -81,7 +81,7 @@ TEST_P(GoldenLogitsTest, LastLogitsAndGreedyMatchReference) {
       }
       if (step + 1 == greedy.size()) break;
       std::vector<int32_t> one = {next};
-      ASSERT_TRUE((*model)->Forward(one, cache, logits).ok());
+      ASSERT_TRUE(seq.Append(one, logits).ok());
     }
   }
 }

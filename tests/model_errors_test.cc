@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -81,17 +82,18 @@ TEST_F(ModelErrorsTest, ValidModelLoadsAndRejectsBadIds) {
   auto model = LoadCausalLM(dir_.string(), *backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   EXPECT_EQ((*model)->num_parameters(), 16 * 8 + 8 + 8 + 8 + 64 + 32 + 32 + 64 + 96 * 3);
-  KvCache cache = (*model)->NewKvCache(4);
+  SingleSequence seq(**model, *backend, 4);
   std::vector<float> logits(16);
   std::vector<int32_t> bad = {3, 16};
-  auto s = (*model)->Forward(bad, cache, logits);
+  auto s = seq.Append(bad, logits);
   EXPECT_NE(s.message().find("token id 16 is outside the vocabulary"), std::string::npos);
-  EXPECT_EQ(cache.length, 0);
+  EXPECT_EQ(seq.length(), 0);
   std::vector<int32_t> too_long = {1, 2, 3, 4, 5};
-  EXPECT_EQ((*model)->Forward(too_long, cache, logits).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(seq.Append(too_long, logits).code(), StatusCode::kOutOfRange);
   std::vector<int32_t> ok = {1, 2};
-  EXPECT_TRUE((*model)->Forward(ok, cache, logits).ok());
-  EXPECT_EQ(cache.length, 2);
+  EXPECT_TRUE(seq.Append(ok, logits).ok());
+  EXPECT_EQ(seq.length(), 2);
+  for (float x : logits) EXPECT_TRUE(std::isfinite(x));
 }
 
 TEST_F(ModelErrorsTest, MissingFolderAndConfig) {

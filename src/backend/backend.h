@@ -39,10 +39,24 @@ class Ops {
   virtual void Add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
   // dst rows [dst_row, dst_row + src.dim(0)) = src (same row width, both F32).
   virtual void CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) = 0;
-  // Causal attention of queries q [T, Hq, D] over keys/values k, v [S, Hkv, D] (GQA when
-  // Hq > Hkv). Query t sees key positions 0..positions[t] inclusive. out is [T, Hq, D].
-  virtual void Attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                         std::span<const int32_t> positions, Tensor& out) = 0;
+  // Stores k, v [T, Hkv, D] into the paged caches [num_slots, Hkv, D] at rows slots[t].
+  virtual void WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
+                            Tensor& k_cache, Tensor& v_cache) = 0;
+  // Causal attention over a paged KV cache for a batch of sequences (PagedAttention): query t of
+  // sequence s sees the keys at positions 0..positions[t] of s, found through s's block table
+  // (slot = block_tables[s * max_blocks_per_seq + pos / block_size] * block_size
+  //        + pos % block_size). GQA when Hq > Hkv. q and out are [T, Hq, D].
+  // Each query row is computed independently of the others, in the same order, so results do not
+  // depend on how requests are batched or chunked.
+  struct PagedAttentionBatch {
+    std::span<const int32_t> query_start;   // [S + 1]: sequence s owns query rows [qs[s], qs[s+1])
+    std::span<const int32_t> positions;     // [T]
+    std::span<const int32_t> block_tables;  // [S * max_blocks_per_seq]
+    int32_t max_blocks_per_seq = 0;
+    int32_t block_size = 0;
+  };
+  virtual void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                              const PagedAttentionBatch& batch, Tensor& out) = 0;
 };
 
 class Backend {

@@ -1,9 +1,10 @@
-// The model interface the rest of the engine uses: token ids in, logits out, K/V kept in a cache.
+// The model interface the rest of the engine uses: a batch of tokens from several sequences in,
+// logits for the rows that will be sampled out, K/V kept in a paged cache.
 //
 // Ownership: a CausalLM holds its weights (memory-mapped, shared) and a reference to the Backend,
-// which must outlive it. KvCache belongs to the caller (one per sequence).
-// Thread-safety: Forward() may run concurrently on different KvCaches only if the backend's Ops
-// allow it; the runner calls it from one thread.
+// which must outlive it. The PagedKvCache belongs to the caller (the runner); which blocks belong
+// to which sequence is decided by kv/ and arrives here as block tables and slot mappings.
+// Thread-safety: Forward() is called from one thread (the runner's); ops parallelise inside.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,26 @@
 
 namespace xinfer {
 
-// Contiguous K/V storage of one sequence: per layer [capacity, num_kv_heads, head_dim] F32.
-// (The paged, shared cache of the engine replaces this for batched serving.)
-struct KvCache {
+// K/V storage of the whole engine: per layer a [num_blocks * block_size, num_kv_heads, head_dim]
+// F32 tensor; a "slot" is one row (one token of one sequence).
+struct PagedKvCache {
   std::vector<Tensor> k;
   std::vector<Tensor> v;
-  int64_t capacity = 0;
-  int64_t length = 0;  // tokens whose K/V are stored
+  int32_t num_blocks = 0;
+  int32_t block_size = 0;
+  int64_t num_slots() const { return static_cast<int64_t>(num_blocks) * block_size; }
+};
+
+// One forward step over several sequences (prefill chunks and decode tokens mixed).
+// Rows are grouped by sequence: sequence s owns rows [query_start[s], query_start[s+1]).
+struct ForwardBatch {
+  std::vector<int32_t> token_ids;     // [T]
+  std::vector<int32_t> positions;     // [T] absolute position of each token in its sequence
+  std::vector<int32_t> slot_mapping;  // [T] cache slot that receives each token's K/V
+  std::vector<int32_t> query_start;   // [S + 1]
+  std::vector<int32_t> block_tables;  // [S * max_blocks_per_seq]; pad unused entries with 0
+  int32_t max_blocks_per_seq = 0;
+  std::vector<int32_t> logits_rows;   // rows whose logits are wanted, in output order
 };
 
 class CausalLM {
@@ -34,13 +48,14 @@ class CausalLM {
   // Total bytes of weights as stored, and their parameter count.
   virtual size_t weight_bytes() const = 0;
   virtual int64_t num_parameters() const = 0;
+  // Bytes of K/V one token occupies in a PagedKvCache (all layers, K and V).
+  virtual size_t kv_bytes_per_token() const = 0;
 
-  virtual KvCache NewKvCache(int64_t capacity) = 0;
-  // Runs `tokens` at positions [cache.length, cache.length + size), appends their K/V, and writes
-  // the last token's logits to `logits` (vocab_size floats). Out-of-range ids and a full cache are
-  // InvalidArgument/OutOfRange; nothing in the cache changes then.
-  virtual Status Forward(std::span<const int32_t> tokens, KvCache& cache,
-                         std::span<float> logits) = 0;
+  virtual PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size) = 0;
+  // Runs the batch, writing K/V into `cache` and the logits of `batch.logits_rows` into `logits`
+  // ([logits_rows.size(), vocab_size] F32). Token ids outside the vocabulary and inconsistent
+  // batches are reported as Status before anything is written.
+  virtual Status Forward(const ForwardBatch& batch, PagedKvCache& cache, Tensor& logits) = 0;
 };
 
 // Reads config.json and the safetensors weights of a Hugging Face folder and builds the model for
@@ -50,5 +65,24 @@ StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, B
 
 // Names of the architectures LoadCausalLM accepts.
 std::vector<std::string> SupportedArchitectures();
+
+// One sequence with a private cache of `capacity` tokens: the simplest way to run a model
+// (CLI `generate`, golden tests). Not thread-safe.
+class SingleSequence {
+ public:
+  SingleSequence(CausalLM& model, Backend& backend, int64_t capacity);
+  // Appends `tokens` and writes the last token's logits (vocab_size floats).
+  Status Append(std::span<const int32_t> tokens, std::span<float> logits);
+  int64_t length() const { return length_; }
+  int64_t capacity() const { return capacity_; }
+
+ private:
+  static constexpr int32_t kBlockSize = 16;
+  CausalLM& model_;
+  PagedKvCache cache_;
+  Tensor logits_;
+  int64_t capacity_;
+  int64_t length_ = 0;
+};
 
 }  // namespace xinfer

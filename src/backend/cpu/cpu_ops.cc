@@ -150,44 +150,74 @@ void CpuOps::CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) {
               src.raw(), src.size_bytes());
 }
 
-void CpuOps::Attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                       std::span<const int32_t> positions, Tensor& out) {
-  XI_CHECK(q.rank() == 3 && k.rank() == 3 && v.rank() == 3);
-  const int64_t t_rows = q.dim(0), hq = q.dim(1), d = q.dim(2);
-  const int64_t s_len = k.dim(0), hkv = k.dim(1);
-  XI_CHECK(k.dim(2) == d && v.dim(1) == hkv && v.dim(2) == d && hq % hkv == 0);
-  XI_CHECK(static_cast<int64_t>(positions.size()) == t_rows && out.numel() == q.numel());
+void CpuOps::WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
+                          Tensor& k_cache, Tensor& v_cache) {
+  XI_CHECK(k.dtype() == DType::kF32 && k_cache.dtype() == DType::kF32);
+  const int64_t row = k.numel() / k.dim(0);
+  XI_CHECK(k.dim(0) == static_cast<int64_t>(slots.size()) && v.numel() == k.numel());
+  XI_CHECK(k_cache.numel() / k_cache.dim(0) == row && v_cache.numel() == k_cache.numel());
+  for (size_t t = 0; t < slots.size(); ++t) {
+    XI_CHECK(slots[t] >= 0 && slots[t] < k_cache.dim(0));
+    std::memcpy(k_cache.data<float>() + slots[t] * row, k.data<float>() + t * row,
+                row * sizeof(float));
+    std::memcpy(v_cache.data<float>() + slots[t] * row, v.data<float>() + t * row,
+                row * sizeof(float));
+  }
+}
+
+void CpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                            const PagedAttentionBatch& b, Tensor& out) {
+  XI_CHECK(q.rank() == 3 && k_cache.rank() == 3 && v_cache.rank() == 3);
+  const int64_t t_rows = q.dim(0), hq = q.dim(1), d = q.dim(2), hkv = k_cache.dim(1);
+  XI_CHECK(k_cache.dim(2) == d && hq % hkv == 0 && out.numel() == q.numel());
+  XI_CHECK(static_cast<int64_t>(b.positions.size()) == t_rows && b.block_size > 0);
+  const int64_t num_seqs = static_cast<int64_t>(b.query_start.size()) - 1;
+  XI_CHECK(num_seqs >= 0 && b.query_start[num_seqs] == t_rows);
   const int64_t group = hq / hkv;
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  const int64_t num_slots = k_cache.dim(0);
+  // Owner sequence of each query row.
+  std::vector<int32_t> seq_of(t_rows);
+  for (int64_t s = 0; s < num_seqs; ++s)
+    for (int32_t t = b.query_start[s]; t < b.query_start[s + 1]; ++t) seq_of[t] = s;
   const float* qs = q.data<float>();
-  const float* ks = k.data<float>();
-  const float* vs = v.data<float>();
+  const float* ks = k_cache.data<float>();
+  const float* vs = v_cache.data<float>();
   float* os = out.data<float>();
 #pragma omp parallel
   {
-    std::vector<float> scores(s_len);
+    std::vector<float> scores;
+    std::vector<int64_t> slot_of;
 #pragma omp for collapse(2) schedule(static)
     for (int64_t t = 0; t < t_rows; ++t) {
       for (int64_t h = 0; h < hq; ++h) {
+        const int32_t* table = b.block_tables.data() + seq_of[t] * b.max_blocks_per_seq;
+        const int64_t n_keys = b.positions[t] + 1;
+        XI_CHECK(n_keys <= static_cast<int64_t>(b.max_blocks_per_seq) * b.block_size);
+        scores.resize(n_keys);
+        slot_of.resize(n_keys);
         const int64_t kvh = h / group;
-        const int64_t n_keys = std::min<int64_t>(positions[t] + 1, s_len);
         const float* qv = qs + (t * hq + h) * d;
         float max_score = -INFINITY;
-        for (int64_t s = 0; s < n_keys; ++s) {
-          scores[s] = Dot(qv, ks + (s * hkv + kvh) * d, d) * scale;
-          max_score = std::max(max_score, scores[s]);
+        for (int64_t p = 0; p < n_keys; ++p) {
+          const int64_t slot = static_cast<int64_t>(table[p / b.block_size]) * b.block_size +
+                               p % b.block_size;
+          XI_CHECK(slot >= 0 && slot < num_slots);
+          slot_of[p] = slot;
+          scores[p] = Dot(qv, ks + (slot * hkv + kvh) * d, d) * scale;
+          max_score = std::max(max_score, scores[p]);
         }
         double denom = 0;
-        for (int64_t s = 0; s < n_keys; ++s) {
-          scores[s] = std::exp(scores[s] - max_score);
-          denom += scores[s];
+        for (int64_t p = 0; p < n_keys; ++p) {
+          scores[p] = std::exp(scores[p] - max_score);
+          denom += scores[p];
         }
         float* o = os + (t * hq + h) * d;
         std::fill(o, o + d, 0.f);
-        for (int64_t s = 0; s < n_keys; ++s) {
-          const float p = static_cast<float>(scores[s] / denom);
-          const float* vv = vs + (s * hkv + kvh) * d;
-          for (int64_t i = 0; i < d; ++i) o[i] += p * vv[i];
+        for (int64_t p = 0; p < n_keys; ++p) {
+          const float w = static_cast<float>(scores[p] / denom);
+          const float* vv = vs + (slot_of[p] * hkv + kvh) * d;
+          for (int64_t i = 0; i < d; ++i) o[i] += w * vv[i];
         }
       }
     }

@@ -89,32 +89,51 @@ TEST_F(CpuOpsTest, RopeRotateHalf) {
       }
 }
 
-TEST_F(CpuOpsTest, CausalGqaAttention) {
-  const int t_rows = 3, hq = 4, hkv = 2, d = 8, s_len = 5;
-  Tensor q = Random(DType::kF32, {t_rows, hq, d});
-  Tensor k = Random(DType::kF32, {s_len, hkv, d});
-  Tensor v = Random(DType::kF32, {s_len, hkv, d});
-  Tensor o = backend_->NewTensor(DType::kF32, {t_rows, hq, d});
-  std::vector<int32_t> pos = {2, 3, 4};
-  backend_->ops().Attention(q, k, v, pos, o);
-  for (int t = 0; t < t_rows; ++t)
+// Two sequences with scattered, non-contiguous blocks; the reference reads the same keys from
+// dense per-sequence arrays.
+TEST_F(CpuOpsTest, PagedGqaAttentionMatchesDense) {
+  const int hq = 4, hkv = 2, d = 8, block = 4, num_blocks = 8, max_blocks = 3;
+  // Sequence 0: context 6 (queries at positions 4, 5); sequence 1: context 9 (query at 8).
+  const std::vector<int32_t> ctx = {6, 9};
+  const std::vector<int32_t> query_start = {0, 2, 3};
+  const std::vector<int32_t> positions = {4, 5, 8};
+  const std::vector<int32_t> tables = {5, 1, 0, /*seq 1*/ 7, 2, 3};
+  Tensor dense_k[2], dense_v[2];
+  Tensor kc = backend_->NewTensor(DType::kF32, {num_blocks * block, hkv, d});
+  Tensor vc = backend_->NewTensor(DType::kF32, {num_blocks * block, hkv, d});
+  for (int s = 0; s < 2; ++s) {
+    dense_k[s] = Random(DType::kF32, {ctx[s], hkv, d});
+    dense_v[s] = Random(DType::kF32, {ctx[s], hkv, d});
+    std::vector<int32_t> slots;
+    for (int p = 0; p < ctx[s]; ++p) slots.push_back(tables[s * max_blocks + p / block] * block + p % block);
+    backend_->ops().WriteKvSlots(dense_k[s], dense_v[s], slots, kc, vc);
+  }
+  Tensor q = Random(DType::kF32, {3, hq, d});
+  Tensor o = backend_->NewTensor(DType::kF32, {3, hq, d});
+  Ops::PagedAttentionBatch batch{query_start, positions, tables, max_blocks, block};
+  backend_->ops().PagedAttention(q, kc, vc, batch, o);
+  for (int t = 0; t < 3; ++t) {
+    const int s = t < 2 ? 0 : 1;
     for (int h = 0; h < hq; ++h) {
       int kvh = h / 2;
-      std::vector<double> p(pos[t] + 1);
+      std::vector<double> p(positions[t] + 1);
       double mx = -1e300, den = 0;
-      for (int s = 0; s <= pos[t]; ++s) {
+      for (int j = 0; j <= positions[t]; ++j) {
         double sc = 0;
-        for (int i = 0; i < d; ++i) sc += At(q, (t * hq + h) * d + i) * At(k, (s * hkv + kvh) * d + i);
-        p[s] = sc / std::sqrt(d);
-        mx = std::max(mx, p[s]);
+        for (int i = 0; i < d; ++i)
+          sc += At(q, (t * hq + h) * d + i) * At(dense_k[s], (j * hkv + kvh) * d + i);
+        p[j] = sc / std::sqrt(d);
+        mx = std::max(mx, p[j]);
       }
       for (auto& x : p) den += (x = std::exp(x - mx));
       for (int i = 0; i < d; ++i) {
         double ref = 0;
-        for (int s = 0; s <= pos[t]; ++s) ref += p[s] / den * At(v, (s * hkv + kvh) * d + i);
+        for (int j = 0; j <= positions[t]; ++j)
+          ref += p[j] / den * At(dense_v[s], (j * hkv + kvh) * d + i);
         EXPECT_NEAR(o.data<float>()[(t * hq + h) * d + i], ref, 1e-5);
       }
     }
+  }
 }
 
 TEST_F(CpuOpsTest, SiluMulAndAdd) {

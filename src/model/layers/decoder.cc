@@ -1,6 +1,5 @@
 #include "model/layers/decoder.h"
 
-#include <numeric>
 
 namespace xinfer {
 namespace {
@@ -27,39 +26,31 @@ class DecoderLM : public CausalLM {
   size_t weight_bytes() const override { return weight_bytes_; }
   int64_t num_parameters() const override { return num_parameters_; }
 
-  KvCache NewKvCache(int64_t capacity) override {
-    KvCache cache;
-    cache.capacity = capacity;
+  size_t kv_bytes_per_token() const override {
+    return static_cast<size_t>(config_.num_hidden_layers) * 2 * config_.num_key_value_heads *
+           config_.head_dim * sizeof(float);
+  }
+
+  PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size) override {
+    PagedKvCache cache;
+    cache.num_blocks = num_blocks;
+    cache.block_size = block_size;
+    const int64_t slots = cache.num_slots();
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
       cache.k.push_back(backend_.NewTensor(
-          DType::kF32, {capacity, config_.num_key_value_heads, config_.head_dim}));
+          DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
       cache.v.push_back(backend_.NewTensor(
-          DType::kF32, {capacity, config_.num_key_value_heads, config_.head_dim}));
+          DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
     }
     return cache;
   }
 
-  Status Forward(std::span<const int32_t> tokens, KvCache& cache,
-                 std::span<float> logits) override {
-    const int64_t t = static_cast<int64_t>(tokens.size());
-    if (t == 0) return InvalidArgument("no tokens to run");
-    for (int32_t id : tokens)
-      if (id < 0 || id >= config_.vocab_size)
-        return InvalidArgument("token id {} is outside the vocabulary [0, {})", id,
-                               config_.vocab_size);
-    if (cache.length + t > cache.capacity)
-      return OutOfRange("sequence of {} tokens exceeds the KV cache capacity {}",
-                        cache.length + t, cache.capacity);
-    if (static_cast<int64_t>(logits.size()) != config_.vocab_size)
-      return Internal("logits span has {} entries, vocab is {}", logits.size(),
-                      config_.vocab_size);
-
+  Status Forward(const ForwardBatch& batch, PagedKvCache& cache, Tensor& logits) override {
+    XI_RETURN_IF_ERROR(Validate(batch, cache, logits));
+    const int64_t t = static_cast<int64_t>(batch.token_ids.size());
     Ops& ops = backend_.ops();
     const int64_t h = config_.hidden_size, d = config_.head_dim;
     const int64_t hq = config_.num_attention_heads, hkv = config_.num_key_value_heads;
-    const int64_t start = cache.length;
-    std::vector<int32_t> positions(t);
-    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(start));
 
     Tensor x = backend_.NewTensor(DType::kF32, {t, h});
     Tensor normed = backend_.NewTensor(DType::kF32, {t, h});
@@ -71,8 +62,10 @@ class DecoderLM : public CausalLM {
     Tensor gate = backend_.NewTensor(DType::kF32, {t, config_.intermediate_size});
     Tensor up = backend_.NewTensor(DType::kF32, {t, config_.intermediate_size});
     const float eps = static_cast<float>(config_.rms_norm_eps);
+    const Ops::PagedAttentionBatch paged{batch.query_start, batch.positions, batch.block_tables,
+                                         batch.max_blocks_per_seq, cache.block_size};
 
-    ops.Embedding(w_.embed_tokens, tokens, x);
+    ops.Embedding(w_.embed_tokens, batch.token_ids, x);
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
       const DecoderLayerWeights& lw = w_.layers[l];
       ops.RmsNorm(x, lw.input_norm, eps, normed);
@@ -83,12 +76,10 @@ class DecoderLM : public CausalLM {
         ops.RmsNorm(q, lw.q_norm, eps, q);
         ops.RmsNorm(k, lw.k_norm, eps, k);
       }
-      ops.Rope(q, positions, config_.rope_theta);
-      ops.Rope(k, positions, config_.rope_theta);
-      ops.CopyRows(k, cache.k[l], start);
-      ops.CopyRows(v, cache.v[l], start);
-      ops.Attention(q, cache.k[l].Slice0(0, start + t), cache.v[l].Slice0(0, start + t),
-                    positions, attn);
+      ops.Rope(q, batch.positions, config_.rope_theta);
+      ops.Rope(k, batch.positions, config_.rope_theta);
+      ops.WriteKvSlots(k, v, batch.slot_mapping, cache.k[l], cache.v[l]);
+      ops.PagedAttention(q, cache.k[l], cache.v[l], paged, attn);
       ops.Linear(attn, lw.o_proj, OrNull(lw.o_bias), proj);
       ops.Add(x, proj, x);
       ops.RmsNorm(x, lw.post_attention_norm, eps, normed);
@@ -98,18 +89,53 @@ class DecoderLM : public CausalLM {
       ops.Linear(gate, lw.down_proj, nullptr, proj);
       ops.Add(x, proj, x);
     }
-    // Only the last position is sampled, so only it goes through the final norm and lm_head.
-    Tensor last = x.Slice0(t - 1, t);
-    Tensor last_normed = normed.Slice0(0, 1);
-    ops.RmsNorm(last, w_.final_norm, eps, last_normed);
-    Tensor out = backend_.NewTensor(DType::kF32, {1, config_.vocab_size});
-    ops.Linear(last_normed, w_.lm_head, nullptr, out);
-    std::copy(out.data<float>(), out.data<float>() + config_.vocab_size, logits.begin());
-    cache.length += t;
+    // Only the rows that will be sampled go through the final norm and the lm_head.
+    const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
+    if (n_out == 0) return Status::Ok();
+    Tensor picked = backend_.NewTensor(DType::kF32, {n_out, h});
+    for (int64_t i = 0; i < n_out; ++i)
+      ops.CopyRows(x.Slice0(batch.logits_rows[i], batch.logits_rows[i] + 1), picked, i);
+    Tensor picked_normed = normed.Slice0(0, n_out);
+    ops.RmsNorm(picked, w_.final_norm, eps, picked_normed);
+    ops.Linear(picked_normed, w_.lm_head, nullptr, logits);
     return Status::Ok();
   }
 
  private:
+  // Everything in a batch comes from the runner; ids come from clients, so they are checked.
+  Status Validate(const ForwardBatch& b, const PagedKvCache& cache, const Tensor& logits) const {
+    const size_t t = b.token_ids.size();
+    if (t == 0) return InvalidArgument("empty batch");
+    if (b.positions.size() != t || b.slot_mapping.size() != t)
+      return Internal("batch arrays disagree in length");
+    if (b.query_start.size() < 2 || b.query_start.front() != 0 ||
+        b.query_start.back() != static_cast<int32_t>(t))
+      return Internal("query_start does not cover the batch");
+    const size_t seqs = b.query_start.size() - 1;
+    if (b.max_blocks_per_seq <= 0 || b.block_tables.size() != seqs * b.max_blocks_per_seq)
+      return Internal("block_tables has the wrong size");
+    for (size_t s = 0; s < seqs; ++s)
+      if (b.query_start[s] > b.query_start[s + 1]) return Internal("query_start not sorted");
+    for (size_t i = 0; i < t; ++i) {
+      if (b.token_ids[i] < 0 || b.token_ids[i] >= config_.vocab_size)
+        return InvalidArgument("token id {} is outside the vocabulary [0, {})", b.token_ids[i],
+                               config_.vocab_size);
+      if (b.positions[i] < 0 ||
+          b.positions[i] >= static_cast<int64_t>(b.max_blocks_per_seq) * cache.block_size)
+        return Internal("position {} beyond the block table", b.positions[i]);
+      if (b.slot_mapping[i] < 0 || b.slot_mapping[i] >= cache.num_slots())
+        return Internal("slot {} outside the cache", b.slot_mapping[i]);
+    }
+    for (int32_t blk : b.block_tables)
+      if (blk < 0 || blk >= cache.num_blocks) return Internal("block id {} outside the cache", blk);
+    for (int32_t r : b.logits_rows)
+      if (r < 0 || r >= static_cast<int32_t>(t)) return Internal("logits row {} out of range", r);
+    if (logits.dtype() != DType::kF32 ||
+        logits.numel() != static_cast<int64_t>(b.logits_rows.size()) * config_.vocab_size)
+      return Internal("logits tensor has the wrong size");
+    return Status::Ok();
+  }
+
   ModelConfig config_;
   DecoderSpec spec_;
   std::unique_ptr<WeightStore> store_;

@@ -1,0 +1,16 @@
+// Subcommands of the `xinfer` binary. Each Add*Command registers a CLI11 subcommand whose
+// callback runs the command and stores the process exit code in *exit_code (0 on success, 1 on
+// an error that was printed to stderr as "error: ..."). Callbacks never throw, except CLI11's
+// own parse errors, which main() reports.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace xinfer {
+
+void AddGenerateCommand(CLI::App& app, int* exit_code);
+void AddTokenizeCommand(CLI::App& app, int* exit_code);
+void AddInspectCommand(CLI::App& app, int* exit_code);
+void AddChatTemplateCommand(CLI::App& app, int* exit_code);
+
+}  // namespace xinfer

@@ -1,0 +1,21 @@
+// xinfer: one binary, many subcommands (generate, tokenize, inspect, chat-template, ...).
+#include <cstdio>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"xinfer: an inference server for Qwen-family LLMs"};
+  app.set_version_flag("--version", std::string("xinfer ") + XINFER_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  xinfer::AddGenerateCommand(app, &exit_code);
+  xinfer::AddTokenizeCommand(app, &exit_code);
+  xinfer::AddInspectCommand(app, &exit_code);
+  xinfer::AddChatTemplateCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

@@ -1,0 +1,159 @@
+// End-to-end tests of the `xinfer` binary: exit codes, stdout and stderr as a user sees them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace xinfer {
+namespace {
+
+using nlohmann::json;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+RunResult RunXinfer(const std::string& args) {
+  std::string err_path = ::testing::TempDir() + "xinfer_cli_stderr.txt";
+  std::string cmd = std::string(XINFER_BIN) + " " + args + " 2>" + err_path;
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream e(err_path);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+std::string Model(const std::string& name) { return testing::SharedDir() + "/models/" + name; }
+
+json GoldenPrompt(const std::string& model, const std::string& prompt) {
+  std::ifstream f(testing::SharedDir() + "/golden/logits/" + model + "/golden.json");
+  for (const auto& p : json::parse(f)["prompts"])
+    if (p["name"] == prompt) return p;
+  return json();
+}
+
+// Acceptance: the README command prints the reference story, for the Llama and the Qwen2 copy.
+TEST(CliTest, GenerateTinyStoriesMatchesGoldenStory) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  json golden = GoldenPrompt("tinystories-656k", "bos_only");
+  ASSERT_FALSE(golden.is_null());
+  for (const char* name : {"tinystories-656k", "tinystories-656k-qwen2"}) {
+    SCOPED_TRACE(name);
+    RunResult r = RunXinfer("generate --model " + Model(name) +
+                            " --prompt-ids 1 --max-tokens 64 --temperature 0 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["token_ids"], golden["greedy"]);
+    EXPECT_EQ(j["finish_reason"], "length");
+    EXPECT_NE(j["text"].get<std::string>().find("Lily"), std::string::npos) << j["text"];
+    EXPECT_EQ(j["timings"]["generated_tokens"], 64);
+  }
+  // Plain-text mode prints the same story.
+  RunResult plain = RunXinfer("generate --model " + Model("tinystories-656k") +
+                              " --prompt-ids 1 --max-tokens 64 --temperature 0");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("Lily"), std::string::npos);
+}
+
+TEST(CliTest, GenerateWithPromptTextAndLogprobs) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  json golden = GoldenPrompt("tiny-qwen3", "english");
+  RunResult r = RunXinfer("generate --model " + Model("tiny-qwen3") + " --prompt '" +
+                          golden["text"].get<std::string>() +
+                          "' --max-tokens 4 --temperature 0 --logprobs 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["prompt_ids"], golden["ids"]);
+  ASSERT_EQ(j["logprobs"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(j["logprobs"][i].size(), 3u);
+    // Greedy: the chosen token is the most likely one, and the list is sorted.
+    EXPECT_EQ(j["logprobs"][i][0]["id"], j["token_ids"][i]);
+    EXPECT_GE(j["logprobs"][i][0]["logprob"].get<double>(),
+              j["logprobs"][i][1]["logprob"].get<double>());
+    EXPECT_LE(j["logprobs"][i][0]["logprob"].get<double>(), 0.0);
+  }
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(j["token_ids"][i], golden["greedy"][i]);
+}
+
+TEST(CliTest, SeedMakesSamplingReproducible) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  std::string args = "generate --model " + Model("tinystories-656k") +
+                     " --prompt-ids 1 --max-tokens 24 --temperature 1.0 --json --seed ";
+  RunResult a = RunXinfer(args + "7"), b = RunXinfer(args + "7"), c = RunXinfer(args + "8");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(json::parse(a.out)["token_ids"], json::parse(b.out)["token_ids"]);
+  EXPECT_NE(json::parse(a.out)["token_ids"], json::parse(c.out)["token_ids"]);
+}
+
+TEST(CliTest, TokenizeAndInspect) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  json golden = GoldenPrompt("tiny-qwen3", "english");
+  RunResult t = RunXinfer("tokenize --model " + Model("tiny-qwen3") + " '" +
+                          golden["text"].get<std::string>() + "'");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(json::parse(t.out), golden["ids"]);
+
+  RunResult i = RunXinfer("inspect " + Model("tiny-qwen3"));
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("Qwen3ForCausalLM"), std::string::npos);
+  EXPECT_NE(i.out.find("head_dim 32"), std::string::npos);
+  EXPECT_NE(i.out.find("model.layers.1.self_attn.q_norm.weight"), std::string::npos);
+  RunResult ij = RunXinfer("inspect --json " + Model("tiny-qwen2"));
+  ASSERT_EQ(ij.exit_code, 0) << ij.err;
+  json j = json::parse(ij.out);
+  EXPECT_EQ(j["architecture"], "Qwen2ForCausalLM");
+  EXPECT_GT(j["parameters"].get<int64_t>(), 151936 * 64);
+}
+
+TEST(CliTest, ErrorsExitNonZeroWithMessage) {
+  RunResult missing = RunXinfer("generate --model /nonexistent/model --prompt hi");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("error: "), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("/nonexistent/model"), std::string::npos) << missing.err;
+
+  RunResult inspect = RunXinfer("inspect /nonexistent/model");
+  EXPECT_EQ(inspect.exit_code, 1);
+  EXPECT_NE(inspect.err.find("no such file"), std::string::npos) << inspect.err;
+
+  RunResult usage = RunXinfer("generate");
+  EXPECT_NE(usage.exit_code, 0);
+  EXPECT_NE(usage.err.find("--model is required"), std::string::npos) << usage.err;
+
+  RunResult unknown = RunXinfer("frobnicate");
+  EXPECT_NE(unknown.exit_code, 0);
+
+  if (!testing::HaveShared("models/tinystories-656k")) GTEST_SKIP() << "../shared not found";
+  const std::string m = " --model " + Model("tinystories-656k");
+  RunResult bad_ids = RunXinfer("generate" + m + " --prompt-ids 1,x");
+  EXPECT_EQ(bad_ids.exit_code, 1);
+  EXPECT_NE(bad_ids.err.find("'x' is not a token id"), std::string::npos) << bad_ids.err;
+  RunResult oov = RunXinfer("generate" + m + " --prompt-ids 1,999999");
+  EXPECT_EQ(oov.exit_code, 1);
+  EXPECT_NE(oov.err.find("outside the vocabulary"), std::string::npos) << oov.err;
+  RunResult too_long = RunXinfer("generate" + m + " --prompt-ids 1 --max-tokens 100000");
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_NE(too_long.err.find("exceeds the model's context"), std::string::npos) << too_long.err;
+  RunResult bad_temp = RunXinfer("generate" + m + " --prompt-ids 1 --temperature -1");
+  EXPECT_EQ(bad_temp.exit_code, 1);
+  EXPECT_NE(bad_temp.err.find("temperature"), std::string::npos) << bad_temp.err;
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -3,11 +3,24 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace xinfer {
 namespace {
-std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+// XINFER_LOG_LEVEL=debug|info|warning|error|off sets the initial level (tests quiet the log).
+int InitialLevel() {
+  const char* env = std::getenv("XINFER_LOG_LEVEL");
+  if (env == nullptr) return static_cast<int>(LogLevel::kInfo);
+  const std::string v = env;
+  if (v == "debug") return static_cast<int>(LogLevel::kDebug);
+  if (v == "warning") return static_cast<int>(LogLevel::kWarning);
+  if (v == "error") return static_cast<int>(LogLevel::kError);
+  if (v == "off") return static_cast<int>(LogLevel::kOff);
+  return static_cast<int>(LogLevel::kInfo);
+}
+
+std::atomic<int> g_level{InitialLevel()};
 
 const char* LevelTag(LogLevel level) {
   switch (level) {

@@ -12,5 +12,6 @@ void AddGenerateCommand(CLI::App& app, int* exit_code);
 void AddTokenizeCommand(CLI::App& app, int* exit_code);
 void AddInspectCommand(CLI::App& app, int* exit_code);
 void AddChatTemplateCommand(CLI::App& app, int* exit_code);
+void AddMakeModelCommand(CLI::App& app, int* exit_code);
 
 }  // namespace xinfer

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   xinfer::AddTokenizeCommand(app, &exit_code);
   xinfer::AddInspectCommand(app, &exit_code);
   xinfer::AddChatTemplateCommand(app, &exit_code);
+  xinfer::AddMakeModelCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -101,4 +101,28 @@ StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir) {
   return c;
 }
 
+StatusOr<GenerationConfig> LoadGenerationConfig(const std::string& model_dir) {
+  GenerationConfig g;
+  const std::string path = model_dir + "/generation_config.json";
+  auto text = ReadFileToString(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return g;
+    return text.status();
+  }
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("{} is not a JSON object", path);
+  if (j.contains("temperature") && j["temperature"].is_number())
+    g.temperature = j["temperature"].get<float>();
+  if (j.contains("top_p") && j["top_p"].is_number()) g.top_p = j["top_p"].get<float>();
+  if (j.contains("top_k") && j["top_k"].is_number_integer()) g.top_k = j["top_k"].get<int>();
+  if (j.contains("eos_token_id")) {
+    const json& e = j["eos_token_id"];
+    if (e.is_number_integer()) g.eos_token_ids.push_back(e.get<int>());
+    if (e.is_array())
+      for (const auto& x : e)
+        if (x.is_number_integer()) g.eos_token_ids.push_back(x.get<int>());
+  }
+  return g;
+}
+
 }  // namespace xinfer

@@ -45,4 +45,13 @@ struct ModelConfig {
 StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text);
 StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir);
 
+// Sampling defaults and extra EOS ids from `generation_config.json` (absent file: all empty).
+struct GenerationConfig {
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<int> top_k;
+  std::vector<int> eos_token_ids;
+};
+StatusOr<GenerationConfig> LoadGenerationConfig(const std::string& model_dir);
+
 }  // namespace xinfer

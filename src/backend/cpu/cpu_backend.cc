@@ -1,6 +1,8 @@
 // CPU backend: aligned host buffers and the portable kernels in cpu_ops.cc.
 #include <omp.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -10,16 +12,33 @@
 namespace xinfer {
 namespace {
 
+// Large buffers (the KV cache) come from anonymous mmap: zero pages are mapped lazily, so a big
+// cache costs memory only as it fills. Small ones use aligned_alloc.
+constexpr size_t kMmapThreshold = 1 << 20;
+
 class HostBuffer : public Buffer {
  public:
   explicit HostBuffer(size_t bytes) : size_(bytes) {
     // 64-byte alignment for full-width AVX-512 loads; never allocate 0 bytes.
-    size_t rounded = (bytes + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    XI_CHECK_MSG(data_ != nullptr, "host allocation failed");
-    std::memset(data_, 0, rounded == 0 ? 64 : rounded);
+    size_t rounded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
+    if (rounded >= kMmapThreshold) {
+      void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      XI_CHECK_MSG(p != MAP_FAILED, "host allocation (mmap) failed");
+      data_ = p;
+      mapped_ = rounded;
+    } else {
+      data_ = std::aligned_alloc(64, rounded);
+      XI_CHECK_MSG(data_ != nullptr, "host allocation failed");
+      std::memset(data_, 0, rounded);
+    }
   }
-  ~HostBuffer() override { std::free(data_); }
+  ~HostBuffer() override {
+    if (mapped_) {
+      ::munmap(data_, mapped_);
+    } else {
+      std::free(data_);
+    }
+  }
   void* data() override { return data_; }
   size_t size_bytes() const override { return size_; }
   const char* device_name() const override { return "cpu"; }
@@ -27,6 +46,7 @@ class HostBuffer : public Buffer {
  private:
   void* data_;
   size_t size_;
+  size_t mapped_ = 0;
 };
 
 class CpuBackend : public Backend {

@@ -1,0 +1,26 @@
+#include "cli/engine_flags.h"
+
+namespace xinfer {
+
+void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
+  cmd->add_option("--block-size", c->block_size, "Tokens per KV-cache block (default 16)");
+  cmd->add_option("--num-gpu-blocks-override", c->num_gpu_blocks_override,
+                  "Fix the number of KV blocks");
+  cmd->add_option("--kv-cache-memory", c->kv_cache_memory, "KV cache size in bytes");
+  cmd->add_option("--gpu-memory-utilization", c->gpu_memory_utilization,
+                  "Fraction of the memory budget for weights + KV cache (default 0.9)");
+  cmd->add_option("--cpu-memory-budget", c->cpu_memory_budget,
+                  "Memory budget in bytes on CPU (default: the machine's memory)");
+  cmd->add_option("--max-model-len", c->max_model_len, "Context length (default: the model's)");
+  cmd->add_option("--max-num-seqs", c->max_num_seqs, "Running sequences at most (default 256)");
+  cmd->add_option("--max-num-batched-tokens", c->max_num_batched_tokens,
+                  "Tokens per engine step");
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill",
+                c->enable_chunked_prefill, "Split long prompts across steps (default on)");
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c->enable_prefix_caching,
+                "Reuse KV blocks of shared prefixes (default on)");
+  cmd->add_option("--scheduling-policy", c->scheduling_policy, "fcfs (default) or priority");
+  cmd->add_option("--threads", c->threads, "CPU worker threads (default: all cores)");
+}
+
+}  // namespace xinfer

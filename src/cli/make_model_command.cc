@@ -1,0 +1,204 @@
+// `xinfer make-model --preset NAME --out DIR`: writes a Hugging Face folder (config.json,
+// safetensors, tokenizer files) with random weights of a real model's shape, so benchmarks and
+// the demo server need no download. Weights are seeded: the same command writes the same bytes.
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "formats/safetensors_writer.h"
+
+namespace xinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+struct Preset {
+  const char* name;
+  const char* architecture;
+  const char* model_type;
+  int vocab, hidden, intermediate, layers, heads, kv_heads, head_dim, max_pos;
+  bool tied;
+  double rope_theta;
+};
+
+// Shapes of the public checkpoints (config.json of each), plus a tiny demo for `make serve`.
+constexpr Preset kPresets[] = {
+    {"qwen2.5-0.5b", "Qwen2ForCausalLM", "qwen2", 151936, 896, 4864, 24, 14, 2, 64, 32768, true,
+     1e6},
+    {"qwen2.5-1.5b", "Qwen2ForCausalLM", "qwen2", 151936, 1536, 8960, 28, 12, 2, 128, 32768, true,
+     1e6},
+    {"qwen2.5-7b", "Qwen2ForCausalLM", "qwen2", 152064, 3584, 18944, 28, 28, 4, 128, 32768, false,
+     1e6},
+    {"qwen3-0.6b", "Qwen3ForCausalLM", "qwen3", 151936, 1024, 3072, 28, 16, 8, 128, 40960, true,
+     1e6},
+    {"qwen3-8b", "Qwen3ForCausalLM", "qwen3", 151936, 4096, 12288, 36, 32, 8, 128, 40960, false,
+     1e6},
+    {"demo", "Qwen3ForCausalLM", "qwen3", 151936, 64, 192, 2, 4, 2, 32, 4096, true, 1e6},
+};
+
+struct MakeModelOptions {
+  std::string preset;
+  std::string out;
+  std::string dtype = "bf16";
+  std::string tokenizer;
+  uint64_t seed = 0;
+  int layers = 0;
+  uint64_t shard_bytes = 4ull << 30;
+};
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [-a, a] with a = 0.02 * sqrt(3) (std 0.02, like HF's initializer_range); norm
+// weights are ~1. Counter-based so any chunk can be produced independently.
+void Fill(const TensorSpec& t, int64_t first, int64_t count, uint8_t* out, uint64_t seed) {
+  const uint64_t key = Mix(seed ^ std::hash<std::string>{}(t.name));
+  const bool is_norm = t.name.find("norm") != std::string::npos;
+  const bool is_bias = t.name.find("bias") != std::string::npos;
+  for (int64_t i = 0; i < count; ++i) {
+    const double u = static_cast<double>(Mix(key + first + i) >> 11) * 0x1.0p-53 * 2 - 1;
+    float v = is_norm ? static_cast<float>(1.0 + 0.1 * u)
+                      : static_cast<float>(u * 0.0346410161514) * (is_bias ? 0.5f : 1.0f);
+    if (t.dtype == DType::kBF16) {
+      reinterpret_cast<uint16_t*>(out)[i] = F32ToBf16(v);
+    } else if (t.dtype == DType::kF16) {
+      reinterpret_cast<uint16_t*>(out)[i] = F32ToF16(v);
+    } else {
+      reinterpret_cast<float*>(out)[i] = v;
+    }
+  }
+}
+
+std::vector<TensorSpec> Tensors(const Preset& p, DType dt) {
+  const int64_t h = p.hidden, q = static_cast<int64_t>(p.heads) * p.head_dim,
+                kv = static_cast<int64_t>(p.kv_heads) * p.head_dim, i = p.intermediate;
+  const bool qwen2 = std::string(p.model_type) == "qwen2";
+  const bool qwen3 = std::string(p.model_type) == "qwen3";
+  std::vector<TensorSpec> t = {{"model.embed_tokens.weight", dt, {p.vocab, h}}};
+  for (int l = 0; l < p.layers; ++l) {
+    const std::string s = fmt::format("model.layers.{}.", l);
+    t.push_back({s + "input_layernorm.weight", dt, {h}});
+    t.push_back({s + "self_attn.q_proj.weight", dt, {q, h}});
+    t.push_back({s + "self_attn.k_proj.weight", dt, {kv, h}});
+    t.push_back({s + "self_attn.v_proj.weight", dt, {kv, h}});
+    if (qwen2) {
+      t.push_back({s + "self_attn.q_proj.bias", dt, {q}});
+      t.push_back({s + "self_attn.k_proj.bias", dt, {kv}});
+      t.push_back({s + "self_attn.v_proj.bias", dt, {kv}});
+    }
+    if (qwen3) {
+      t.push_back({s + "self_attn.q_norm.weight", dt, {p.head_dim}});
+      t.push_back({s + "self_attn.k_norm.weight", dt, {p.head_dim}});
+    }
+    t.push_back({s + "self_attn.o_proj.weight", dt, {h, q}});
+    t.push_back({s + "post_attention_layernorm.weight", dt, {h}});
+    t.push_back({s + "mlp.gate_proj.weight", dt, {i, h}});
+    t.push_back({s + "mlp.up_proj.weight", dt, {i, h}});
+    t.push_back({s + "mlp.down_proj.weight", dt, {h, i}});
+  }
+  t.push_back({"model.norm.weight", dt, {h}});
+  if (!p.tied) t.push_back({"lm_head.weight", dt, {p.vocab, h}});
+  return t;
+}
+
+int RunMakeModel(const MakeModelOptions& o) {
+  const Preset* preset = nullptr;
+  std::string names;
+  for (const Preset& p : kPresets) {
+    names += (names.empty() ? "" : ", ") + std::string(p.name);
+    if (o.preset == p.name) preset = &p;
+  }
+  if (preset == nullptr)
+    return ReportError(InvalidArgument("unknown preset '{}' (known: {})", o.preset, names));
+  Preset p = *preset;
+  if (o.layers < 0) return ReportError(InvalidArgument("--layers must be positive"));
+  if (o.layers > 0) p.layers = o.layers;
+  DType dt;
+  std::string torch_dtype;
+  if (o.dtype == "bf16") {
+    dt = DType::kBF16, torch_dtype = "bfloat16";
+  } else if (o.dtype == "f16") {
+    dt = DType::kF16, torch_dtype = "float16";
+  } else if (o.dtype == "f32") {
+    dt = DType::kF32, torch_dtype = "float32";
+  } else {
+    return ReportError(InvalidArgument("--dtype must be bf16, f16 or f32, got '{}'", o.dtype));
+  }
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (ec) return ReportError(InvalidArgument("cannot create {}: {}", o.out, ec.message()));
+  if (!o.tokenizer.empty()) {
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+      fs::path src = fs::path(o.tokenizer) / f;
+      if (!fs::exists(src)) return ReportError(NotFound("no {} in --tokenizer {}", f, o.tokenizer));
+      fs::copy_file(src, fs::path(o.out) / f, fs::copy_options::overwrite_existing, ec);
+      if (ec) return ReportError(InvalidArgument("cannot copy {}: {}", src.string(), ec.message()));
+    }
+  }
+  const bool qwen3 = std::string(p.model_type) == "qwen3";
+  ordered_json config = {{"architectures", {p.architecture}},
+                         {"model_type", p.model_type},
+                         {"vocab_size", p.vocab},
+                         {"hidden_size", p.hidden},
+                         {"intermediate_size", p.intermediate},
+                         {"num_hidden_layers", p.layers},
+                         {"num_attention_heads", p.heads},
+                         {"num_key_value_heads", p.kv_heads},
+                         {"head_dim", p.head_dim},
+                         {"hidden_act", "silu"},
+                         {"max_position_embeddings", p.max_pos},
+                         {"rms_norm_eps", 1e-6},
+                         {"rope_theta", p.rope_theta},
+                         {"tie_word_embeddings", p.tied},
+                         {"torch_dtype", torch_dtype},
+                         {"bos_token_id", 151643},
+                         {"eos_token_id", qwen3 ? 151645 : 151643},
+                         {"xinfer_generated", {{"preset", p.name}, {"seed", o.seed},
+                                               {"weights", "random"}}}};
+  if (std::string(p.name) == "demo") config["xinfer_demo_model"] = true;
+  std::ofstream(fs::path(o.out) / "config.json") << config.dump(2) << "\n";
+  auto tensors = Tensors(p, dt);
+  int64_t params = 0;
+  for (const auto& t : tensors) params += NumElements(t.shape);
+  fmt::print(stderr, "make-model: {} ({} layers), {} parameters ({:.2f} GB as {}) -> {}\n", p.name,
+             p.layers, params, params * DTypeSize(dt) / 1e9, o.dtype, o.out);
+  const uint64_t seed = o.seed;
+  Status s = WriteSafetensors(
+      o.out, tensors,
+      [seed](const TensorSpec& t, int64_t first, int64_t count, uint8_t* out) {
+        Fill(t, first, count, out, seed);
+      },
+      o.shard_bytes, {{"format", "pt"}});
+  if (!s.ok()) return ReportError(s);
+  return 0;
+}
+
+}  // namespace
+
+void AddMakeModelCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<MakeModelOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("make-model", "Write a random-weight model of a real shape (HF layout)");
+  cmd->add_option("--preset", o->preset,
+                  "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b or demo")
+      ->required();
+  cmd->add_option("--out", o->out, "Output folder")->required();
+  cmd->add_option("--dtype", o->dtype, "bf16 (default), f16 or f32");
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "Folder with tokenizer.json and tokenizer_config.json to copy");
+  cmd->add_option("--seed", o->seed, "Weight seed (default 0)");
+  cmd->add_option("--layers", o->layers, "Override the number of layers");
+  cmd->add_option("--shard-bytes", o->shard_bytes, "Maximum bytes per safetensors shard");
+  cmd->callback([o, exit_code] { *exit_code = RunMakeModel(*o); });
+}
+
+}  // namespace xinfer

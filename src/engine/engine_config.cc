@@ -1,0 +1,42 @@
+#include "engine/engine_config.h"
+
+#include <fmt/core.h>
+
+namespace xinfer {
+
+Status EngineConfig::Validate() const {
+  if (model.empty()) return InvalidArgument("model: a model folder is required");
+  if (block_size < 1 || block_size > 1024)
+    return InvalidArgument("block_size must be in [1, 1024], got {}", block_size);
+  if (num_gpu_blocks_override < 0)
+    return InvalidArgument("num_gpu_blocks_override must be >= 0, got {}", num_gpu_blocks_override);
+  if (kv_cache_memory < 0)
+    return InvalidArgument("kv_cache_memory must be >= 0, got {}", kv_cache_memory);
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
+    return InvalidArgument("gpu_memory_utilization must be in (0, 1], got {}",
+                           gpu_memory_utilization);
+  if (cpu_memory_budget < 0)
+    return InvalidArgument("cpu_memory_budget must be >= 0, got {}", cpu_memory_budget);
+  if (max_model_len < 0) return InvalidArgument("max_model_len must be >= 0, got {}", max_model_len);
+  if (max_num_seqs < 1) return InvalidArgument("max_num_seqs must be >= 1, got {}", max_num_seqs);
+  if (max_num_batched_tokens < 0)
+    return InvalidArgument("max_num_batched_tokens must be >= 0, got {}", max_num_batched_tokens);
+  if (scheduling_policy != "fcfs" && scheduling_policy != "priority")
+    return InvalidArgument("scheduling_policy must be 'fcfs' or 'priority', got '{}'",
+                           scheduling_policy);
+  if (threads < 0) return InvalidArgument("threads must be >= 0, got {}", threads);
+  return Status::Ok();
+}
+
+std::string EngineConfig::ToString() const {
+  return fmt::format(
+      "model={} block_size={} num_gpu_blocks_override={} kv_cache_memory={} "
+      "gpu_memory_utilization={} cpu_memory_budget={} max_model_len={} max_num_seqs={} "
+      "max_num_batched_tokens={} enable_chunked_prefill={} enable_prefix_caching={} "
+      "scheduling_policy={} threads={}",
+      model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
+      cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
+      enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads);
+}
+
+}  // namespace xinfer

@@ -1,0 +1,36 @@
+// EngineConfig: every engine setting with its default, in one place. Flag names follow vLLM
+// (`--max-model-len` ↔ max_model_len, ...). Validate() before use; ToString() is logged at
+// startup.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace xinfer {
+
+struct EngineConfig {
+  std::string model;  // Hugging Face model folder
+
+  // KV cache sizing, first match wins: num_gpu_blocks_override; kv_cache_memory bytes; else
+  // gpu_memory_utilization x (cpu_memory_budget, or the machine's memory) minus the weights.
+  int block_size = 16;
+  int num_gpu_blocks_override = 0;
+  int64_t kv_cache_memory = 0;
+  double gpu_memory_utilization = 0.9;
+  int64_t cpu_memory_budget = 0;
+
+  int max_model_len = 0;           // 0: the model's max_position_embeddings
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 0;  // 0: 2048 with chunked prefill, else max_model_len
+  bool enable_chunked_prefill = true;
+  bool enable_prefix_caching = true;
+  std::string scheduling_policy = "fcfs";  // or "priority"
+  int threads = 0;                          // CPU worker threads; 0: all cores
+
+  Status Validate() const;
+  std::string ToString() const;
+};
+
+}  // namespace xinfer

@@ -1,0 +1,290 @@
+#include "engine/llm_engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/logging.h"
+
+namespace xinfer {
+
+struct LLMEngine::Choice {
+  std::string request_id;
+  int index = 0;
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> output_ids;
+  SamplingParams params;
+  Sampler sampler;
+  StopChecker stop;
+  IncrementalDecoder decoder;
+  Choice(const std::string& id, int idx, std::vector<int32_t> prompt, const SamplingParams& p,
+         const std::vector<int32_t>& eos, uint64_t seed, const Tokenizer& tok)
+      : request_id(id),
+        index(idx),
+        prompt_ids(std::move(prompt)),
+        params(p),
+        sampler(p, eos, seed),
+        stop(p, eos),
+        decoder(tok, /*skip_special_tokens=*/true) {}
+};
+
+namespace {
+
+int64_t PhysicalMemoryBytes() {
+  return static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+}
+
+StatusOr<int32_t> ComputeNumBlocks(const EngineConfig& c, const CausalLM& model) {
+  const int64_t block_bytes = static_cast<int64_t>(model.kv_bytes_per_token()) * c.block_size;
+  const int64_t budget = c.cpu_memory_budget > 0 ? c.cpu_memory_budget : PhysicalMemoryBytes();
+  int64_t blocks = 0;
+  if (c.num_gpu_blocks_override > 0) {
+    blocks = c.num_gpu_blocks_override;
+  } else if (c.kv_cache_memory > 0) {
+    blocks = c.kv_cache_memory / block_bytes;
+  } else {
+    const int64_t kv_bytes = static_cast<int64_t>(budget * c.gpu_memory_utilization) -
+                             static_cast<int64_t>(model.weight_bytes());
+    blocks = kv_bytes / block_bytes;
+    // More blocks than every sequence at full length can use only hold cold prefixes.
+    const int64_t useful = static_cast<int64_t>(c.max_num_seqs) *
+                           ((c.max_model_len + c.block_size - 1) / c.block_size);
+    blocks = std::min(blocks, useful);
+  }
+  if (blocks < 1)
+    return ResourceExhausted("no memory left for the KV cache (budget {} bytes, weights {} bytes)",
+                             budget, model.weight_bytes());
+  if (blocks * block_bytes > budget)
+    return ResourceExhausted("a KV cache of {} blocks needs {} bytes, over the memory budget of {}",
+                             blocks, blocks * block_bytes, budget);
+  if (blocks > (int64_t{1} << 30)) return InvalidArgument("too many KV blocks: {}", blocks);
+  return static_cast<int32_t>(blocks);
+}
+
+}  // namespace
+
+LLMEngine::~LLMEngine() = default;
+
+StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& config) {
+  XI_RETURN_IF_ERROR(config.Validate());
+  auto engine = std::unique_ptr<LLMEngine>(new LLMEngine());
+  EngineConfig& c = engine->config_;
+  c = config;
+  engine->backend_ = CreateCpuBackend({.num_threads = c.threads});
+  XI_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::FromDir(c.model));
+  XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_));
+  const ModelConfig& mc = engine->model_->config();
+  XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
+
+  const int model_len = mc.max_position_embeddings > 0 ? mc.max_position_embeddings : 4096;
+  if (c.max_model_len == 0) c.max_model_len = model_len;
+  if (c.max_model_len > model_len)
+    return InvalidArgument("max_model_len {} exceeds the model's max_position_embeddings {}",
+                           c.max_model_len, model_len);
+  if (c.max_num_batched_tokens == 0)
+    c.max_num_batched_tokens = c.enable_chunked_prefill ? std::max(2048, c.max_num_seqs)
+                                                        : std::max(c.max_model_len, c.max_num_seqs);
+  XI_ASSIGN_OR_RETURN(int32_t num_blocks, ComputeNumBlocks(c, *engine->model_));
+
+  SchedulerConfig sc;
+  sc.max_num_seqs = c.max_num_seqs;
+  sc.max_num_batched_tokens = c.max_num_batched_tokens;
+  sc.max_model_len = c.max_model_len;
+  sc.block_size = c.block_size;
+  sc.num_blocks = num_blocks;
+  sc.enable_chunked_prefill = c.enable_chunked_prefill;
+  sc.enable_prefix_caching = c.enable_prefix_caching;
+  XI_ASSIGN_OR_RETURN(sc.policy, ParseSchedulingPolicy(c.scheduling_policy));
+  XI_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(sc));
+  engine->runner_ = std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks,
+                                                  c.block_size);
+
+  std::set<int32_t> eos(mc.eos_token_ids.begin(), mc.eos_token_ids.end());
+  eos.insert(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
+  if (auto e = engine->tokenizer_->eos_id()) eos.insert(*e);
+  engine->eos_token_ids_.assign(eos.begin(), eos.end());
+  SamplingParams& d = engine->default_params_;
+  if (gen.temperature) d.temperature = *gen.temperature;
+  if (gen.top_p) d.top_p = *gen.top_p;
+  if (gen.top_k) d.top_k = *gen.top_k;
+  engine->seed_source_.seed(std::random_device{}());
+
+  const double kv_gib = static_cast<double>(num_blocks) * c.block_size *
+                        engine->model_->kv_bytes_per_token() / (1 << 30);
+  XI_LOG_INFO("engine config: {}", c.ToString());
+  XI_LOG_INFO("model {} ({}): {} parameters, {:.1f} MiB of weights", c.model, mc.architecture,
+              engine->model_->num_parameters(), engine->model_->weight_bytes() / 1048576.0);
+  XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB)", num_blocks,
+              c.block_size, static_cast<int64_t>(num_blocks) * c.block_size, kv_gib);
+  XI_LOG_INFO("Maximum concurrency for {} tokens per request: {:.2f}x", c.max_model_len,
+              static_cast<double>(num_blocks) * c.block_size / c.max_model_len);
+  return engine;
+}
+
+Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
+  if (id.empty()) return InvalidArgument("request id must not be empty");
+  if (requests_.count(id)) return InvalidArgument("request id '{}' is already in use", id);
+  const int32_t vocab = model_->config().vocab_size;
+  XI_RETURN_IF_ERROR(request.params.Validate(vocab));
+  if (request.prompt_ids.empty()) return InvalidArgument("prompt must not be empty");
+  for (int32_t t : request.prompt_ids)
+    if (t < 0 || t >= vocab)
+      return InvalidArgument("prompt token id {} is outside the vocabulary [0, {})", t, vocab);
+  std::vector<std::string> ids;
+  for (int i = 0; i < request.params.n; ++i) {
+    std::string sid = request.params.n == 1 ? id : id + "/" + std::to_string(i);
+    SamplingParams p = request.params.n == 1 ? request.params : request.params.ForChoice(i);
+    NewRequest nr{sid, request.prompt_ids, p.max_tokens, request.priority, 0};
+    Status s = scheduler_->AddRequest(std::move(nr));
+    if (!s.ok()) {
+      for (const auto& added : ids) {
+        (void)scheduler_->Abort(added);
+        choices_.erase(added);
+      }
+      return s;
+    }
+    choices_[sid] = std::make_unique<Choice>(id, i, request.prompt_ids, p, eos_token_ids_,
+                                             seed_source_(), *tokenizer_);
+    ids.push_back(sid);
+  }
+  prompt_tokens_ += static_cast<int64_t>(request.prompt_ids.size()) * request.params.n;
+  requests_[id] = std::move(ids);
+  return Status::Ok();
+}
+
+Status LLMEngine::Abort(const std::string& id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return NotFound("no unfinished request '{}'", id);
+  for (const auto& sid : it->second) {
+    auto c = choices_.find(sid);
+    if (c == choices_.end()) continue;  // that choice already finished
+    (void)scheduler_->Abort(sid);
+    RequestOutput out;
+    FinishChoice(*c->second, out, "abort");
+    pending_.push_back(std::move(out));
+    choices_.erase(c);
+  }
+  requests_.erase(it);
+  return Status::Ok();
+}
+
+void LLMEngine::FinishChoice(Choice& c, RequestOutput& out, const std::string& reason) {
+  out.request_id = c.request_id;
+  out.index = c.index;
+  out.finished = true;
+  out.finish_reason = reason;
+  out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
+  out.completion_tokens = static_cast<int>(c.output_ids.size());
+  ++finished_;
+}
+
+StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
+  std::vector<RequestOutput> outputs = std::move(pending_);
+  pending_.clear();
+  SchedulerOutput sched = scheduler_->Schedule();
+  if (sched.empty()) return outputs;
+
+  Status run = runner_->Execute(sched);
+  if (!run.ok()) {
+    // Nothing was computed: discard the step, then drop its requests so the engine stays
+    // consistent and keeps serving everyone else.
+    scheduler_->DiscardStep(sched);
+    for (const ScheduledSequence& s : sched.scheduled) {
+      auto c = choices_.find(s.request_id);
+      if (c != choices_.end()) (void)Abort(c->second->request_id);
+    }
+    return run;
+  }
+  std::vector<SequenceResult> results(sched.scheduled.size());
+  const int64_t vocab = model_->config().vocab_size;
+  std::unordered_map<std::string, size_t> out_index;  // scheduler id → index in outputs
+  for (size_t i = 0; i < sched.scheduled.size(); ++i) {
+    const ScheduledSequence& s = sched.scheduled[i];
+    const int row = runner_->sampling_index()[i];
+    auto it = choices_.find(s.request_id);
+    if (row < 0 || it == choices_.end()) continue;
+    Choice& c = *it->second;
+    std::span<float> logits(runner_->logits().data<float>() + row * vocab,
+                            static_cast<size_t>(vocab));
+    RequestOutput out;
+    out.request_id = c.request_id;
+    out.index = c.index;
+    out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
+    auto sample = c.sampler.Sample(logits, c.prompt_ids, c.output_ids);
+    if (!sample.ok()) {
+      // E.g. a model that produced only NaNs: end this choice, keep serving the others.
+      XI_LOG_WARN("request {}: sampling failed: {}", c.request_id, sample.status().ToString());
+      results[i].sampled_token = eos_token_ids_.empty() ? 0 : eos_token_ids_[0];
+      results[i].stop = true;
+      out.finished = true;
+      out.finish_reason = "abort";
+      out.completion_tokens = static_cast<int>(c.output_ids.size());
+      out_index[s.request_id] = outputs.size();
+      outputs.push_back(std::move(out));
+      continue;
+    }
+    const int32_t token = sample->token;
+    c.output_ids.push_back(token);
+    ++generation_tokens_;
+    StopChecker::Update u = c.stop.Append(token, c.decoder.Append(token));
+    results[i].sampled_token = token;
+    results[i].stop = u.finish == FinishReason::kStop;
+    out.token_ids.push_back(token);
+    out.text = std::move(u.text);
+    if (c.params.logprobs >= 0)
+      out.logprobs.push_back({token, sample->logprob, std::move(sample->top_logprobs)});
+    out.completion_tokens = static_cast<int>(c.output_ids.size());
+    if (u.finish != FinishReason::kNone) {
+      out.finished = true;
+      out.finish_reason = ToString(u.finish);
+      out.stop_reason = u.stop_reason;
+    }
+    out_index[s.request_id] = outputs.size();
+    outputs.push_back(std::move(out));
+  }
+  for (const FinishedRequest& f : scheduler_->Update(sched, results)) {
+    auto it = choices_.find(f.request_id);
+    if (it == choices_.end()) continue;
+    auto oi = out_index.find(f.request_id);
+    if (oi != out_index.end()) {
+      RequestOutput& out = outputs[oi->second];
+      if (!out.finished) {  // the scheduler ended it (max_tokens reached its cap first)
+        out.finished = true;
+        out.finish_reason = f.status == RequestStatus::kFinishedLength ? "length" : "stop";
+      }
+      out.cached_tokens = std::max(f.num_cached_tokens, 0);
+    }
+    ++finished_;
+    const std::string parent = it->second->request_id;
+    choices_.erase(it);
+    auto& siblings = requests_[parent];
+    siblings.erase(std::remove(siblings.begin(), siblings.end(), f.request_id), siblings.end());
+    if (siblings.empty()) requests_.erase(parent);
+  }
+  return outputs;
+}
+
+bool LLMEngine::HasUnfinishedRequests() const {
+  return scheduler_->HasUnfinishedRequests() || !pending_.empty();
+}
+
+EngineStats LLMEngine::stats() const {
+  SchedulerStats s = scheduler_->stats();
+  EngineStats e;
+  e.num_running = s.num_running;
+  e.num_waiting = s.num_waiting;
+  e.num_blocks = s.num_blocks;
+  e.num_free_blocks = s.num_free_blocks;
+  e.kv_cache_usage = s.kv_cache_usage;
+  e.num_preemptions = s.num_preemptions;
+  e.prefix_cache_queries = s.prefix_cache_queries;
+  e.prefix_cache_hits = s.prefix_cache_hits;
+  e.prompt_tokens = prompt_tokens_;
+  e.generation_tokens = generation_tokens_;
+  e.computed_tokens = runner_->num_computed_tokens();
+  e.num_requests_finished = finished_;
+  return e;
+}
+
+}  // namespace xinfer

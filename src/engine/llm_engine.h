@@ -1,0 +1,118 @@
+// LLMEngine: the synchronous engine core. It owns the backend, model, tokenizer, scheduler and
+// runner, and turns requests (prompt ids + sampling parameters) into streams of new tokens/text.
+// Each Step() schedules, runs the model once, samples, detokenizes, checks stop conditions and
+// returns what every affected request produced.
+//
+// Thread-safety: none; one thread drives it (the offline batch CLI directly, the server through
+// AsyncEngine, which serializes everything onto its own engine thread).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/engine_config.h"
+#include "model/causal_lm.h"
+#include "runner/model_runner.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_checker.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace xinfer {
+
+struct EngineRequest {
+  std::vector<int32_t> prompt_ids;
+  SamplingParams params;  // validated by AddRequest; n > 1 runs n choices
+  int priority = 0;       // lower runs first under the priority policy
+};
+
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;
+};
+
+// What one step produced for one choice of one request.
+struct RequestOutput {
+  std::string request_id;
+  int index = 0;                        // choice index, 0 <= index < n
+  std::vector<int32_t> token_ids;       // tokens generated this step
+  std::string text;                     // text that became final this step
+  std::vector<TokenLogprobs> logprobs;  // one per new token when params.logprobs >= 0
+  bool finished = false;
+  std::string finish_reason;  // when finished: "stop", "length" or "abort"
+  std::string stop_reason;    // the matched stop string or stop token id, if any
+  int prompt_tokens = 0;
+  int completion_tokens = 0;  // total so far
+  int cached_tokens = 0;      // prompt tokens served by the prefix cache (when finished)
+};
+
+struct EngineStats {
+  int num_running = 0;
+  int num_waiting = 0;
+  int num_blocks = 0;
+  int num_free_blocks = 0;
+  double kv_cache_usage = 0;
+  int64_t num_preemptions = 0;
+  int64_t prefix_cache_queries = 0;  // tokens
+  int64_t prefix_cache_hits = 0;     // tokens
+  int64_t prompt_tokens = 0;         // of admitted requests
+  int64_t generation_tokens = 0;     // sampled
+  int64_t computed_tokens = 0;       // run through the model (prompt chunks, recompute, decode)
+  int64_t num_requests_finished = 0;
+};
+
+class LLMEngine {
+ public:
+  static StatusOr<std::unique_ptr<LLMEngine>> Create(const EngineConfig& config);
+  ~LLMEngine();
+
+  // Queues a request under `id` (unique among unfinished requests). Errors (nothing queued):
+  // InvalidArgument for bad parameters or prompt ids, OutOfRange when prompt + max_tokens exceeds
+  // max_model_len or the whole KV cache.
+  Status AddRequest(const std::string& id, EngineRequest request);
+  // Cancels a request in any state; its blocks are free at once and the next Step() reports it
+  // finished with reason "abort". NotFound for unknown ids.
+  Status Abort(const std::string& id);
+  // Runs one engine step. An error means the model failed; the requests in that step are aborted.
+  StatusOr<std::vector<RequestOutput>> Step();
+  bool HasUnfinishedRequests() const;
+
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }  // resolved (defaults filled in)
+  const ModelConfig& model_config() const { return model_->config(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const std::vector<int32_t>& eos_token_ids() const { return eos_token_ids_; }
+  // SamplingParams defaults from the model's generation_config.json.
+  const SamplingParams& default_sampling_params() const { return default_params_; }
+
+ private:
+  struct Choice;
+  LLMEngine() = default;
+  void FinishChoice(Choice& c, RequestOutput& out, const std::string& reason);
+
+  EngineConfig config_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<CausalLM> model_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::vector<int32_t> eos_token_ids_;
+  SamplingParams default_params_;
+  std::mt19937_64 seed_source_;
+  // Scheduler request id ("<id>" or "<id>/<index>") → choice state.
+  std::unordered_map<std::string, std::unique_ptr<Choice>> choices_;
+  // User id → its scheduler ids.
+  std::unordered_map<std::string, std::vector<std::string>> requests_;
+  std::vector<RequestOutput> pending_;  // aborted outputs to report at the next Step()
+  int64_t prompt_tokens_ = 0;
+  int64_t generation_tokens_ = 0;
+  int64_t finished_ = 0;
+};
+
+}  // namespace xinfer

@@ -1,0 +1,110 @@
+#include "engine/request_json.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace xinfer {
+namespace {
+
+using nlohmann::json;
+
+Status Number(const json& b, const char* key, float* out) {
+  if (!b.contains(key) || b[key].is_null()) return Status::Ok();
+  if (!b[key].is_number()) return InvalidArgument("{} must be a number", key);
+  *out = b[key].get<float>();
+  return Status::Ok();
+}
+
+Status Integer(const json& b, const char* key, int32_t* out) {
+  if (!b.contains(key) || b[key].is_null()) return Status::Ok();
+  if (!b[key].is_number_integer()) return InvalidArgument("{} must be an integer", key);
+  int64_t v = b[key].get<int64_t>();
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+    return InvalidArgument("{} is out of range", key);
+  *out = static_cast<int32_t>(v);
+  return Status::Ok();
+}
+
+Status Bool(const json& b, const char* key, bool* out) {
+  if (!b.contains(key) || b[key].is_null()) return Status::Ok();
+  if (!b[key].is_boolean()) return InvalidArgument("{} must be a boolean", key);
+  *out = b[key].get<bool>();
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams& defaults,
+                                             int max_model_len, int prompt_len) {
+  if (!b.is_object()) return InvalidArgument("request must be a JSON object");
+  SamplingParams p = defaults;
+  XI_RETURN_IF_ERROR(Number(b, "temperature", &p.temperature));
+  XI_RETURN_IF_ERROR(Number(b, "top_p", &p.top_p));
+  XI_RETURN_IF_ERROR(Integer(b, "top_k", &p.top_k));
+  XI_RETURN_IF_ERROR(Number(b, "min_p", &p.min_p));
+  XI_RETURN_IF_ERROR(Number(b, "repetition_penalty", &p.repetition_penalty));
+  XI_RETURN_IF_ERROR(Number(b, "presence_penalty", &p.presence_penalty));
+  XI_RETURN_IF_ERROR(Number(b, "frequency_penalty", &p.frequency_penalty));
+  XI_RETURN_IF_ERROR(Integer(b, "min_tokens", &p.min_tokens));
+  XI_RETURN_IF_ERROR(Integer(b, "n", &p.n));
+  XI_RETURN_IF_ERROR(Bool(b, "ignore_eos", &p.ignore_eos));
+  XI_RETURN_IF_ERROR(Bool(b, "include_stop_str_in_output", &p.include_stop_str_in_output));
+  if (b.contains("seed") && !b["seed"].is_null()) {
+    if (!b["seed"].is_number_integer()) return InvalidArgument("seed must be an integer");
+    p.seed = b["seed"].is_number_unsigned() ? b["seed"].get<uint64_t>()
+                                            : static_cast<uint64_t>(b["seed"].get<int64_t>());
+  }
+  constexpr int32_t kUnset = std::numeric_limits<int32_t>::min();
+  int32_t max_tokens = kUnset;
+  XI_RETURN_IF_ERROR(Integer(b, "max_tokens", &max_tokens));
+  XI_RETURN_IF_ERROR(Integer(b, "max_completion_tokens", &max_tokens));
+  p.max_tokens = max_tokens != kUnset ? max_tokens : std::max(max_model_len - prompt_len, 1);
+  if (b.contains("stop") && !b["stop"].is_null()) {
+    const json& s = b["stop"];
+    p.stop.clear();
+    if (s.is_string()) {
+      p.stop.push_back(s.get<std::string>());
+    } else if (s.is_array()) {
+      for (const auto& x : s) {
+        if (!x.is_string()) return InvalidArgument("stop must be a string or a list of strings");
+        p.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      return InvalidArgument("stop must be a string or a list of strings");
+    }
+  }
+  if (b.contains("stop_token_ids") && !b["stop_token_ids"].is_null()) {
+    if (!b["stop_token_ids"].is_array()) return InvalidArgument("stop_token_ids must be a list");
+    for (const auto& x : b["stop_token_ids"]) {
+      if (!x.is_number_integer()) return InvalidArgument("stop_token_ids must hold integers");
+      p.stop_token_ids.push_back(x.get<int32_t>());
+    }
+  }
+  if (b.contains("logit_bias") && !b["logit_bias"].is_null()) {
+    if (!b["logit_bias"].is_object())
+      return InvalidArgument("logit_bias must be an object of token id to bias");
+    for (auto it = b["logit_bias"].begin(); it != b["logit_bias"].end(); ++it) {
+      char* end = nullptr;
+      long id = std::strtol(it.key().c_str(), &end, 10);
+      if (it.key().empty() || *end != '\0' || id < 0 || id > std::numeric_limits<int32_t>::max())
+        return InvalidArgument("logit_bias key '{}' is not a token id", it.key());
+      if (!it.value().is_number()) return InvalidArgument("logit_bias values must be numbers");
+      p.logit_bias.emplace_back(static_cast<int32_t>(id), it.value().get<float>());
+    }
+  }
+  // OpenAI chat: logprobs is a boolean and top_logprobs the count; completions: an integer.
+  if (b.contains("logprobs") && !b["logprobs"].is_null()) {
+    const json& l = b["logprobs"];
+    if (l.is_boolean()) {
+      p.logprobs = l.get<bool>() ? 0 : -1;
+      if (l.get<bool>()) XI_RETURN_IF_ERROR(Integer(b, "top_logprobs", &p.logprobs));
+    } else if (l.is_number_integer()) {
+      XI_RETURN_IF_ERROR(Integer(b, "logprobs", &p.logprobs));
+    } else {
+      return InvalidArgument("logprobs must be a boolean or an integer");
+    }
+  }
+  return p;
+}
+
+}  // namespace xinfer

@@ -1,0 +1,41 @@
+// ModelRunner: the only place that turns the scheduler's plain SchedulerOutput into device
+// inputs. It owns the paged KV cache (whose block ids the scheduler hands out) and runs the
+// model; sampling stays with the engine.
+//
+// Ownership: holds references to the model and backend (which outlive it) and owns the cache.
+// Thread-safety: one thread (the engine's).
+#pragma once
+
+#include <vector>
+
+#include "model/causal_lm.h"
+#include "sched/scheduler_output.h"
+
+namespace xinfer {
+
+class ModelRunner {
+ public:
+  ModelRunner(CausalLM& model, Backend& backend, int32_t num_blocks, int32_t block_size);
+
+  // Runs one step. On success `logits()` holds one row per scheduled sequence whose
+  // needs_sampling is set, in the order of output.scheduled; sampling_index()[i] is the row of
+  // output.scheduled[i], or -1 when it needs no sampling.
+  Status Execute(const SchedulerOutput& output);
+  const Tensor& logits() const { return logits_; }
+  const std::vector<int>& sampling_index() const { return sampling_index_; }
+
+  // Tokens run through the model so far (prompt chunks, recomputation and decodes).
+  int64_t num_computed_tokens() const { return num_computed_tokens_; }
+  const PagedKvCache& cache() const { return cache_; }
+
+ private:
+  CausalLM& model_;
+  Backend& backend_;
+  PagedKvCache cache_;
+  ForwardBatch batch_;  // reused across steps to avoid reallocating
+  Tensor logits_;
+  std::vector<int> sampling_index_;
+  int64_t num_computed_tokens_ = 0;
+};
+
+}  // namespace xinfer

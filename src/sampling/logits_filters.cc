@@ -1,0 +1,161 @@
+#include "sampling/logits_filters.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+namespace xinfer {
+namespace {
+
+bool HigherLogit(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+bool HigherWeight(const Candidate& a, const Candidate& b) {
+  return a.weight > b.weight || (a.weight == b.weight && a.id < b.id);
+}
+
+// Relative slack when comparing a cumulative probability with top_p (see header).
+constexpr double kTopPSlack = 1e-6;
+
+// ApplyTopP buckets weights (in (0, 1], the max being 1) by binary exponent and the top 4 mantissa
+// bits: 16 buckets per octave down to 2^-64, plus one bucket for everything lighter (whose total
+// mass, < V * 2^-64, is far below the top_p slack). A bucket index never increases with weight.
+constexpr int kTopPOctaves = 64;
+constexpr size_t kTopPBuckets = kTopPOctaves * 16 + 1;
+
+size_t TopPBucket(double weight) {
+  const auto bits = std::bit_cast<uint64_t>(weight);
+  const int64_t octave = 1023 - static_cast<int64_t>(bits >> 52);  // 0 for [1, 2)
+  if (octave < 0) return 0;  // weight > 1 cannot happen after ComputeWeights; be total anyway
+  if (octave >= kTopPOctaves) return kTopPBuckets - 1;
+  const auto mantissa4 = static_cast<size_t>((bits >> 48) & 0xF);
+  return static_cast<size_t>(octave) * 16 + (15 - mantissa4);
+}
+
+// Given that [0, lo) holds the heaviest lo candidates (mass `acc` < threshold) and [lo, hi) the
+// next ones, returns the smallest m in (lo, hi] whose top-m mass reaches the threshold (hi if
+// none), leaving the top m in [0, m). Bisection with nth_element: expected O(hi - lo), no sort.
+size_t KeepWithinBoundary(std::vector<Candidate>& c, size_t lo, size_t hi, double acc,
+                          double threshold) {
+  // Invariant: [0, lo) is the top lo with mass acc < threshold; the answer is in (lo, hi].
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(c.begin() + static_cast<ptrdiff_t>(lo),
+                     c.begin() + static_cast<ptrdiff_t>(mid),
+                     c.begin() + static_cast<ptrdiff_t>(hi), HigherWeight);
+    double sum = acc;
+    for (size_t i = lo; i < mid; ++i) sum += c[i].weight;
+    if (sum >= threshold) {
+      hi = mid;
+    } else {
+      acc = sum;
+      lo = mid;
+    }
+  }
+  return hi;
+}
+
+}  // namespace
+
+void CollectCandidates(std::span<const float> logits, std::vector<Candidate>& out) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  out.clear();
+  bool any_pos_inf = false;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float x = logits[i];
+    if (x == kInf) {
+      if (!any_pos_inf) out.clear();  // finite candidates so far carry no probability
+      any_pos_inf = true;
+      out.push_back({static_cast<int32_t>(i), 0.0f, 0.0});
+    } else if (!any_pos_inf && x > -kInf) {  // also false for NaN
+      out.push_back({static_cast<int32_t>(i), x, 0.0});
+    }
+  }
+}
+
+void ApplyTopK(std::vector<Candidate>& c, int32_t k) {
+  if (k <= 0 || static_cast<size_t>(k) >= c.size()) return;
+  std::nth_element(c.begin(), c.begin() + k, c.end(), HigherLogit);
+  c.resize(static_cast<size_t>(k));
+}
+
+void ComputeWeights(std::vector<Candidate>& c, float temperature) {
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (const auto& x : c) max_logit = std::max(max_logit, x.logit);
+  const double inv_t = 1.0 / static_cast<double>(temperature);
+  for (auto& x : c) {
+    x.weight = std::exp((static_cast<double>(x.logit) - static_cast<double>(max_logit)) * inv_t);
+  }
+}
+
+void ApplyTopP(std::vector<Candidate>& c, float top_p) {
+  if (top_p >= 1.0f || c.size() <= 1) return;
+  double total = 0.0;
+  for (const auto& x : c) total += x.weight;
+  const double threshold = (static_cast<double>(top_p) - kTopPSlack) * total;
+  if (threshold <= 0.0) {  // top_p within the slack of 0: just the most likely token
+    std::nth_element(c.begin(), c.begin(), c.end(), HigherWeight);
+    c.resize(1);
+    return;
+  }
+
+  // Pass 1: weight mass per bucket, buckets ordered by decreasing weight.
+  std::array<double, kTopPBuckets> mass{};
+  for (const auto& x : c) mass[TopPBucket(x.weight)] += x.weight;
+  // The bucket in which the cumulative mass reaches the threshold; `before` is the mass of all
+  // heavier buckets, which are kept whole. Lighter buckets are dropped whole.
+  size_t boundary = kTopPBuckets - 1;
+  double before = 0.0;
+  for (size_t b = 0; b < kTopPBuckets; ++b) {
+    if (before + mass[b] >= threshold) {
+      boundary = b;
+      break;
+    }
+    before += mass[b];
+  }
+  // Pass 2: heavier buckets first, then the boundary bucket.
+  const auto heavy_end = std::partition(c.begin(), c.end(), [boundary](const Candidate& x) {
+    return TopPBucket(x.weight) < boundary;
+  });
+  const auto boundary_end = std::partition(heavy_end, c.end(), [boundary](const Candidate& x) {
+    return TopPBucket(x.weight) == boundary;
+  });
+  const auto lo = static_cast<size_t>(heavy_end - c.begin());
+  const auto hi = static_cast<size_t>(boundary_end - c.begin());
+  if (hi == lo) {  // only via rounding in the sums: keep everything that is left
+    c.resize(std::max<size_t>(lo, 1));
+    return;
+  }
+  c.resize(KeepWithinBoundary(c, lo, hi, before, threshold));
+}
+
+void ApplyMinP(std::vector<Candidate>& c, float min_p) {
+  if (min_p <= 0.0f || c.empty()) return;
+  double max_weight = 0.0;
+  for (const auto& x : c) max_weight = std::max(max_weight, x.weight);
+  const double threshold = static_cast<double>(min_p) * max_weight;
+  std::erase_if(c, [threshold](const Candidate& x) { return x.weight < threshold; });
+}
+
+int32_t DrawToken(std::span<const Candidate> c, double u) {
+  double total = 0.0;
+  for (const auto& x : c) total += x.weight;
+  const double target = u * total;
+  double cum = 0.0;
+  int32_t last_positive = -1;
+  for (const auto& x : c) {
+    if (x.weight <= 0.0) continue;
+    cum += x.weight;
+    last_positive = x.id;
+    if (cum > target) return x.id;
+  }
+  // Only reachable through rounding (target within an ulp of total): the last live candidate.
+  return last_positive >= 0 ? last_positive : (c.empty() ? -1 : c.back().id);
+}
+
+}  // namespace xinfer

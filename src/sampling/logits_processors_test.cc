@@ -1,0 +1,150 @@
+#include "sampling/logits_processors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "sampling/counter_rng.h"
+#include "sampling/logprobs.h"
+
+namespace xinfer {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+TEST(LogitsProcessorsTest, SanitizeTurnsNaNIntoNegativeInfinity) {
+  std::vector<float> l = {1.0f, kNaN, -kInf, kInf};
+  SanitizeLogits(l);
+  EXPECT_EQ(l, (std::vector<float>{1.0f, -kInf, -kInf, kInf}));
+}
+
+TEST(LogitsProcessorsTest, LogitBiasIsAdded) {
+  std::vector<float> l = {1.0f, 2.0f, 3.0f};
+  const std::vector<std::pair<int32_t, float>> bias = {{0, 10.0f}, {2, -0.5f}};
+  ApplyLogitBias(l, bias);
+  EXPECT_EQ(l, (std::vector<float>{11.0f, 2.0f, 2.5f}));
+}
+
+TEST(LogitsProcessorsTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
+  std::vector<float> l = {4.0f, -4.0f, 0.0f, 4.0f};
+  const std::vector<int32_t> ids = {0, 1, 2};
+  ApplyRepetitionPenalty(l, ids, 2.0f);
+  EXPECT_EQ(l, (std::vector<float>{2.0f, -8.0f, 0.0f, 4.0f}));
+  // A penalty < 1 encourages repetition symmetrically.
+  std::vector<float> m = {4.0f, -4.0f};
+  const std::vector<int32_t> both = {0, 1};
+  ApplyRepetitionPenalty(m, both, 0.5f);
+  EXPECT_EQ(m, (std::vector<float>{8.0f, -2.0f}));
+}
+
+TEST(LogitsProcessorsTest, PresenceAndFrequencyUseCounts) {
+  std::vector<float> l(4, 1.0f);
+  const std::unordered_map<int32_t, int32_t> counts = {{1, 1}, {2, 3}};
+  ApplyPresenceFrequencyPenalties(l, counts, 0.5f, 0.25f);
+  EXPECT_FLOAT_EQ(l[0], 1.0f);
+  EXPECT_FLOAT_EQ(l[1], 1.0f - 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(l[2], 1.0f - 0.5f - 0.75f);
+  EXPECT_FLOAT_EQ(l[3], 1.0f);
+}
+
+TEST(LogitsProcessorsTest, MaskTokensSkipsIdsOutsideTheVocab) {
+  std::vector<float> l = {1.0f, 2.0f};
+  const std::vector<int32_t> ids = {1, 7, -1};
+  MaskTokens(l, ids);
+  EXPECT_EQ(l[0], 1.0f);
+  EXPECT_EQ(l[1], -kInf);
+}
+
+TEST(LogitsProcessorsTest, ArgmaxTiesToLowestIdAndIgnoresNaN) {
+  EXPECT_EQ(Argmax(std::vector<float>{1.0f, 3.0f, 3.0f, 2.0f}), 1);
+  EXPECT_EQ(Argmax(std::vector<float>{kNaN, 0.5f, kNaN}), 1);
+  EXPECT_EQ(Argmax(std::vector<float>{-kInf, kInf, kInf}), 1);
+  EXPECT_EQ(Argmax(std::vector<float>{-kInf, -kInf}), -1);
+  EXPECT_EQ(Argmax(std::vector<float>{kNaN}), -1);
+}
+
+TEST(TokenCounterTest, CountsIncrementallyAndRecountsIfShorter) {
+  TokenCounter c;
+  std::vector<int32_t> ids = {3, 3, 5};
+  ASSERT_TRUE(c.Update(ids, 10, "output").ok());
+  EXPECT_EQ(c.counts().at(3), 2);
+  ids.push_back(3);
+  ASSERT_TRUE(c.Update(ids, 10, "output").ok());
+  EXPECT_EQ(c.counts().at(3), 3);
+  EXPECT_EQ(c.counts().at(5), 1);
+  ASSERT_TRUE(c.Update(std::vector<int32_t>{5}, 10, "output").ok());
+  EXPECT_EQ(c.counts().count(3), 0u);
+  EXPECT_EQ(c.counts().at(5), 1);
+}
+
+TEST(TokenCounterTest, OutOfRangeIdIsAnError) {
+  TokenCounter c;
+  const Status s = c.Update(std::vector<int32_t>{1, 10}, 10, "output");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("output token id 10"), std::string::npos) << s.message();
+  EXPECT_TRUE(c.counts().empty());
+}
+
+TEST(LogSoftmaxTest, MatchesDirectComputation) {
+  const std::vector<float> l = {1.0f, 2.0f, 3.0f, -kInf};
+  const LogSoftmax ls(l);
+  const double z = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  EXPECT_NEAR(ls.LogProb(1.0f), 1.0 - z, 1e-6);
+  EXPECT_NEAR(ls.LogProb(3.0f), 3.0 - z, 1e-6);
+  EXPECT_EQ(ls.LogProb(-kInf), -kInf);
+}
+
+TEST(LogSoftmaxTest, HugeLogitsDoNotOverflow) {
+  const std::vector<float> l = {10000.0f, 10000.0f, 9999.0f};
+  const LogSoftmax ls(l);
+  const double z = std::log(2.0 + std::exp(-1.0));
+  EXPECT_NEAR(ls.LogProb(10000.0f), -z, 1e-5);
+  EXPECT_NEAR(ls.LogProb(9999.0f), -1.0 - z, 1e-5);
+}
+
+TEST(LogSoftmaxTest, DegenerateInputsAreDefined) {
+  const std::vector<float> pos_inf = {kInf, 0.0f, kInf};
+  const LogSoftmax a(pos_inf);
+  EXPECT_NEAR(a.LogProb(kInf), -std::log(2.0), 1e-6);
+  EXPECT_EQ(a.LogProb(0.0f), -kInf);
+  const std::vector<float> all_masked = {-kInf, -kInf};
+  const LogSoftmax b(all_masked);
+  EXPECT_EQ(b.LogProb(-kInf), -kInf);
+}
+
+TEST(LogSoftmaxTest, TopLogprobsSortedDescendingWithTiesByLowerId) {
+  const std::vector<float> l = {0.0f, 5.0f, 1.0f, 5.0f, 3.0f, -kInf};
+  const LogSoftmax ls(l);
+  const auto top = TopLogprobs(l, 4, ls);
+  ASSERT_EQ(top.size(), 4u);
+  EXPECT_EQ(top[0].id, 1);
+  EXPECT_EQ(top[1].id, 3);
+  EXPECT_EQ(top[2].id, 4);
+  EXPECT_EQ(top[3].id, 2);
+  EXPECT_FLOAT_EQ(top[0].logprob, ls.LogProb(5.0f));
+  EXPECT_FLOAT_EQ(top[3].logprob, ls.LogProb(1.0f));
+  EXPECT_TRUE(TopLogprobs(l, 0, ls).empty());
+  EXPECT_EQ(TopLogprobs(l, 20, ls).size(), l.size());  // n > vocab: everything
+}
+
+TEST(CounterRngTest, PureFunctionOfSeedAndStepInUnitInterval) {
+  EXPECT_EQ(UniformForStep(7, 3), UniformForStep(7, 3));
+  EXPECT_NE(UniformForStep(7, 3), UniformForStep(7, 4));
+  EXPECT_NE(UniformForStep(7, 3), UniformForStep(8, 3));
+  double sum = 0.0;
+  constexpr int kN = 10000;
+  for (int i = 0; i < kN; ++i) {
+    const double u = UniformForStep(42, static_cast<uint64_t>(i));
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / kN, 0.5, 0.01);
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -1,0 +1,136 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "sampling/counter_rng.h"
+#include "sampling/logits_filters.h"
+
+namespace xinfer {
+namespace {
+
+// Vocab-sized buffers reused by every Sampler on this thread (see sampler.h).
+struct Scratch {
+  std::vector<Candidate> candidates;
+  std::vector<float> raw_logits;  // only when logprobs are requested
+  std::vector<int32_t> ids;       // repetition-penalty id union
+};
+
+Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+}  // namespace
+
+Sampler::Sampler(const SamplingParams& params, std::vector<int32_t> eos_token_ids,
+                 uint64_t fallback_seed)
+    : params_(params),
+      eos_token_ids_(std::move(eos_token_ids)),
+      seed_(params.seed.value_or(fallback_seed)) {}
+
+Status Sampler::CachePromptIds(std::span<const int32_t> prompt_ids, int32_t vocab_size) {
+  // The size check is a cheap guard against a caller passing a different prompt.
+  if (prompt_cached_ && prompt_cached_size_ == prompt_ids.size()) return Status::Ok();
+  prompt_unique_.assign(prompt_ids.begin(), prompt_ids.end());
+  for (size_t i = 0; i < prompt_unique_.size(); ++i) {
+    const int32_t id = prompt_unique_[i];
+    if (id < 0 || id >= vocab_size) {
+      prompt_unique_.clear();
+      prompt_cached_ = false;
+      return InvalidArgument("prompt token id {} at position {} is out of range [0, {})", id, i,
+                             vocab_size);
+    }
+  }
+  std::sort(prompt_unique_.begin(), prompt_unique_.end());
+  prompt_unique_.erase(std::unique(prompt_unique_.begin(), prompt_unique_.end()),
+                       prompt_unique_.end());
+  prompt_cached_ = true;
+  prompt_cached_size_ = prompt_ids.size();
+  return Status::Ok();
+}
+
+Status Sampler::ProcessLogits(std::span<float> logits, std::span<const int32_t> prompt_ids,
+                              std::span<const int32_t> output_ids) {
+  const auto vocab = static_cast<int32_t>(logits.size());
+  if (!params_.logit_bias.empty()) {
+    for (const auto& [id, bias] : params_.logit_bias) {
+      if (id < 0 || id >= vocab) {
+        return InvalidArgument("logit_bias token id {} is out of range [0, {})", id, vocab);
+      }
+    }
+    ApplyLogitBias(logits, params_.logit_bias);
+  }
+
+  const bool repetition = params_.repetition_penalty != 1.0f;
+  const bool presence_frequency =
+      params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
+  if (repetition || presence_frequency) {
+    XI_RETURN_IF_ERROR(output_counts_.Update(output_ids, vocab, "output"));
+  }
+  if (repetition) {
+    XI_RETURN_IF_ERROR(CachePromptIds(prompt_ids, vocab));
+    // Each token seen in prompt or output is penalized exactly once.
+    std::vector<int32_t>& ids = ThreadScratch().ids;
+    ids.assign(prompt_unique_.begin(), prompt_unique_.end());
+    for (const auto& [id, count] : output_counts_.counts()) {
+      if (!std::binary_search(prompt_unique_.begin(), prompt_unique_.end(), id)) ids.push_back(id);
+    }
+    ApplyRepetitionPenalty(logits, ids, params_.repetition_penalty);
+  }
+  if (presence_frequency) {
+    ApplyPresenceFrequencyPenalties(logits, output_counts_.counts(), params_.presence_penalty,
+                                    params_.frequency_penalty);
+  }
+
+  // min_tokens: the tokens that would end the sequence cannot be sampled yet. With ignore_eos,
+  // EOS does not end anything, so its probability is left alone.
+  if (output_ids.size() < static_cast<size_t>(std::max(params_.min_tokens, 0))) {
+    MaskTokens(logits, params_.stop_token_ids);
+    if (!params_.ignore_eos) MaskTokens(logits, eos_token_ids_);
+  }
+  return Status::Ok();
+}
+
+StatusOr<SampleResult> Sampler::Sample(std::span<float> logits, std::span<const int32_t> prompt_ids,
+                                       std::span<const int32_t> output_ids) {
+  if (logits.empty()) return Internal("Sample called with empty logits");
+  Scratch& scratch = ThreadScratch();
+  SanitizeLogits(logits);
+
+  SampleResult result;
+  const bool want_logprobs = params_.logprobs >= 0;
+  std::optional<LogSoftmax> raw_log_softmax;
+  if (want_logprobs) {
+    // Raw mode: everything below modifies `logits`, so keep the originals for the chosen token.
+    raw_log_softmax.emplace(logits);
+    result.top_logprobs = TopLogprobs(logits, params_.logprobs, *raw_log_softmax);
+    scratch.raw_logits.assign(logits.begin(), logits.end());
+  }
+
+  XI_RETURN_IF_ERROR(ProcessLogits(logits, prompt_ids, output_ids));
+
+  if (params_.greedy()) {
+    result.token = Argmax(logits);
+  } else {
+    std::vector<Candidate>& cands = scratch.candidates;
+    CollectCandidates(logits, cands);
+    ApplyTopK(cands, params_.top_k);
+    ComputeWeights(cands, params_.temperature);
+    ApplyTopP(cands, params_.top_p);
+    ApplyMinP(cands, params_.min_p);
+    result.token = DrawToken(cands, UniformForStep(seed_, output_ids.size()));
+  }
+  if (result.token < 0) {
+    return Internal("no token has a finite logit after processing ({} logits)", logits.size());
+  }
+  if (want_logprobs) {
+    result.logprob =
+        raw_log_softmax->LogProb(scratch.raw_logits[static_cast<size_t>(result.token)]);
+  }
+  return result;
+}
+
+}  // namespace xinfer

@@ -1,0 +1,76 @@
+// SamplingParams: everything a request says about how its tokens are chosen and when it ends.
+// A plain value type (copyable, thread-compatible). The server fills it from the OpenAI/vLLM
+// request JSON and must call Validate() before handing it to a Sampler or StopChecker; those two
+// assume validated parameters.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace xinfer {
+
+// Temperatures below this are greedy decoding (as vLLM's _SAMPLING_EPS): dividing by a tiny
+// temperature would overflow, and the result is argmax anyway.
+inline constexpr float kGreedyTemperature = 1e-5f;
+// Largest accepted `logprobs` (vLLM's default max_logprobs).
+inline constexpr int32_t kMaxLogprobs = 20;
+// Largest accepted `n` (OpenAI's limit).
+inline constexpr int32_t kMaxN = 128;
+// |presence_penalty|, |frequency_penalty| and |logit_bias| bounds (OpenAI's).
+inline constexpr float kMaxPresenceFrequencyPenalty = 2.0f;
+inline constexpr float kMaxLogitBias = 100.0f;
+
+struct SamplingParams {
+  // --- Token choice (Sampler) ---
+  float temperature = 1.0f;  // >= 0; below kGreedyTemperature: greedy (argmax, ties → lowest id)
+  float top_p = 1.0f;        // (0, 1]; 1 = disabled
+  int32_t top_k = 0;         // 0 or -1 = disabled (vLLM accepts both), else >= 1 (> vocab is fine)
+  float min_p = 0.0f;        // [0, 1]; 0 = disabled; relative to the most likely token
+  // > 0. HF/vLLM semantics: tokens seen in the prompt OR the output get logit/p if the logit is
+  // positive, logit*p otherwise.
+  float repetition_penalty = 1.0f;
+  // [-2, 2]. OpenAI semantics, output tokens only: logit -= presence * (count > 0)
+  // + frequency * count.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  // (token id, bias in [-100, 100]) added to the raw logits; ids unique and < vocab.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // Same seed (and same logits) → same tokens, alone or in any batch. Absent: the engine supplies
+  // a random per-sequence seed (Sampler's fallback_seed).
+  std::optional<uint64_t> seed;
+  // -1: no logprobs. N in [0, kMaxLogprobs]: the chosen token's logprob plus the top-N
+  // alternatives, all from the raw (unprocessed) logits.
+  int32_t logprobs = -1;
+
+  // --- Stop conditions (StopChecker; EOS/stop ids also masked by Sampler before min_tokens) ---
+  int32_t max_tokens = 16;              // >= 1; the engine separately caps it to the context left
+  std::vector<std::string> stop;        // non-empty, valid UTF-8; not emitted (see below)
+  std::vector<int32_t> stop_token_ids;  // < vocab; end with "stop", their text not emitted
+  bool ignore_eos = false;
+  bool include_stop_str_in_output = false;
+  // [0, max_tokens]: EOS, stop_token_ids and stop strings cannot end the sequence before this
+  // many tokens have been generated.
+  int32_t min_tokens = 0;
+
+  // --- Engine ---
+  int32_t n = 1;  // [1, kMaxN] choices; expanded by the engine with ForChoice().
+
+  // OK, or InvalidArgument whose message starts with the offending parameter's JSON name
+  // (e.g. "top_p must be in (0, 1], got 0"), so the server can report it as `param`.
+  // vocab_size bounds logit_bias and stop_token_ids ids.
+  Status Validate(int32_t vocab_size) const;
+
+  bool greedy() const { return temperature < kGreedyTemperature; }
+  bool top_k_enabled() const { return top_k > 0; }
+
+  // The parameters for choice `index` of an n > 1 request: n = 1 and, when seeded, seed + index,
+  // so the choices differ yet each stays reproducible (as vLLM does).
+  SamplingParams ForChoice(int32_t index) const;
+};
+
+}  // namespace xinfer

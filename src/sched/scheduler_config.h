@@ -1,0 +1,36 @@
+// SchedulerConfig: limits and policies of continuous batching. Plain value; Validate() before
+// use (Scheduler::Create does).
+#pragma once
+
+#include <string_view>
+
+#include "base/status.h"
+
+namespace xinfer {
+
+enum class SchedulingPolicy {
+  kFcfs,      // by arrival
+  kPriority,  // by Request::priority (lower first), then arrival
+};
+
+// "fcfs" or "priority".
+StatusOr<SchedulingPolicy> ParseSchedulingPolicy(std::string_view name);
+const char* SchedulingPolicyName(SchedulingPolicy policy);
+
+struct SchedulerConfig {
+  int max_num_seqs = 256;             // running requests at most
+  int max_num_batched_tokens = 8192;  // tokens per step (decodes + prefill chunks)
+  int max_model_len = 4096;           // prompt + max_tokens at most
+  int block_size = 16;                // tokens per KV block
+  int num_blocks = 0;                 // KV blocks in the cache (from the runner's memory budget)
+  // Without chunked prefill a prompt runs in one step, so Validate() requires
+  // max_num_batched_tokens >= max_model_len (as vLLM does): any admissible request, including
+  // one recomputed after preemption, then fits one step.
+  bool enable_chunked_prefill = true;
+  bool enable_prefix_caching = true;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+
+  Status Validate() const;
+};
+
+}  // namespace xinfer

@@ -43,7 +43,8 @@ std::string Model(const std::string& name) { return testing::SharedDir() + "/mod
 
 json GoldenPrompt(const std::string& model, const std::string& prompt) {
   std::ifstream f(testing::SharedDir() + "/golden/logits/" + model + "/golden.json");
-  for (const auto& p : json::parse(f)["prompts"])
+  const json golden = json::parse(f);
+  for (const auto& p : golden["prompts"])
     if (p["name"] == prompt) return p;
   return json();
 }
@@ -149,7 +150,8 @@ TEST(CliTest, ErrorsExitNonZeroWithMessage) {
   EXPECT_NE(oov.err.find("outside the vocabulary"), std::string::npos) << oov.err;
   RunResult too_long = RunXinfer("generate" + m + " --prompt-ids 1 --max-tokens 100000");
   EXPECT_EQ(too_long.exit_code, 1);
-  EXPECT_NE(too_long.err.find("exceeds the model's context"), std::string::npos) << too_long.err;
+  EXPECT_NE(too_long.err.find("exceeds the maximum context length"), std::string::npos)
+      << too_long.err;
   RunResult bad_temp = RunXinfer("generate" + m + " --prompt-ids 1 --temperature -1");
   EXPECT_EQ(bad_temp.exit_code, 1);
   EXPECT_NE(bad_temp.err.find("temperature"), std::string::npos) << bad_temp.err;

@@ -8,7 +8,10 @@ StatusOr<std::unique_ptr<PromptBuilder>> PromptBuilder::Create(
     const std::string& model_dir, const Tokenizer& tokenizer,
     const std::string& chat_template_arg) {
   auto b = std::unique_ptr<PromptBuilder>(new PromptBuilder(tokenizer));
-  XI_ASSIGN_OR_RETURN(ChatTemplateConfig cfg, LoadChatTemplateConfig(model_dir));
+  // A model without a chat template (e.g. a base model) still serves plain prompts.
+  auto loaded = LoadChatTemplateConfig(model_dir);
+  if (!loaded.ok() && loaded.status().code() != StatusCode::kNotFound) return loaded.status();
+  ChatTemplateConfig cfg = loaded.ok() ? *loaded : ChatTemplateConfig{};
   if (!chat_template_arg.empty()) {
     XI_ASSIGN_OR_RETURN(cfg.source, ResolveChatTemplateArg(chat_template_arg));
   }

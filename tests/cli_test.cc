@@ -123,6 +123,64 @@ TEST(CliTest, TokenizeAndInspect) {
   EXPECT_GT(j["parameters"].get<int64_t>(), 151936 * 64);
 }
 
+// Offline batch mode: JSONL in (prompt / prompt_ids / messages + sampling parameters), JSONL out
+// in input order with usage, a progress bar on stderr; a bad line changes nothing.
+TEST(CliTest, OfflineBatchJsonl) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  json golden = GoldenPrompt("tinystories-656k", "bos_only");
+  const std::string dir = ::testing::TempDir();
+  const std::string in = dir + "xinfer_batch_in.jsonl", out = dir + "xinfer_batch_out.jsonl";
+  {
+    std::ofstream f(in);
+    f << R"({"prompt_ids": [1], "max_tokens": 64, "temperature": 0})" << "\n";
+    f << R"({"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0, "stop": ["."]})"
+      << "\n\n";  // blank lines are skipped
+    f << R"({"prompt_ids": [1], "max_tokens": 5, "temperature": 1.0, "seed": 3, "n": 2})" << "\n";
+    f << R"({"prompt_ids": [1], "max_tokens": 3, "temperature": 0})" << "\n";
+  }
+  std::remove(out.c_str());
+  RunResult r = RunXinfer("generate --model " + Model("tinystories-656k") + " --input " + in +
+                          " --output " + out + " --num-gpu-blocks-override 64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("4/4 requests"), std::string::npos) << r.err;
+  std::ifstream f(out);
+  std::vector<json> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0]["token_ids"], golden["greedy"]);
+  EXPECT_EQ(lines[0]["finish_reason"], "length");
+  EXPECT_EQ(lines[0]["usage"]["prompt_tokens"], 1);
+  EXPECT_EQ(lines[0]["usage"]["completion_tokens"], 64);
+  EXPECT_TRUE(lines[0]["usage"]["prompt_tokens_details"].contains("cached_tokens"));
+  EXPECT_EQ(lines[1]["text"].get<std::string>().find('.'), std::string::npos);
+  ASSERT_EQ(lines[2]["choices"].size(), 2u);
+  EXPECT_EQ(lines[2]["usage"]["completion_tokens"], 10);
+  EXPECT_NE(lines[2]["choices"][0]["token_ids"], lines[2]["choices"][1]["token_ids"]);
+  EXPECT_EQ(lines[3]["token_ids"], json(std::vector<int>(golden["greedy"].begin(),
+                                                          golden["greedy"].begin() + 3)));
+
+  // A bad line: clear error naming the line, exit 1, no output written.
+  {
+    std::ofstream bad(in);
+    bad << R"({"prompt_ids": [1], "max_tokens": 4})" << "\n";
+    bad << R"({"prompt_ids": [1], "top_p": 7})" << "\n";
+  }
+  std::remove(out.c_str());
+  RunResult b = RunXinfer("generate --model " + Model("tinystories-656k") + " --input " + in +
+                          " --output " + out);
+  EXPECT_EQ(b.exit_code, 1);
+  EXPECT_NE(b.err.find("line 2: top_p"), std::string::npos) << b.err;
+  EXPECT_FALSE(std::ifstream(out).good());
+  {
+    std::ofstream bad(in);
+    bad << "{not json\n";
+  }
+  RunResult nj = RunXinfer("generate --model " + Model("tinystories-656k") + " --input " + in +
+                           " --output " + out);
+  EXPECT_EQ(nj.exit_code, 1);
+  EXPECT_NE(nj.err.find("line 1: not valid JSON"), std::string::npos) << nj.err;
+}
+
 TEST(CliTest, ErrorsExitNonZeroWithMessage) {
   RunResult missing = RunXinfer("generate --model /nonexistent/model --prompt hi");
   EXPECT_EQ(missing.exit_code, 1);

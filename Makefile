@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 CTEST_ARGS ?= --output-on-failure
 
-.PHONY: all deps build build-debug test test-asan test-unit serve format clean
+.PHONY: all deps build build-debug test test-asan test-unit serve format clean node-deps
 
 all: build
 
@@ -20,11 +20,15 @@ build-debug: deps
 	@$(CMAKE) --build --preset debug -j $(JOBS)
 
 # Release build, all unit + integration tests (those needing ../shared skip when it is absent).
-test: build
+test: build node-deps
 	@cd build && ctest $(CTEST_ARGS) -j $(JOBS)
 
+# The server tests' npm packages (the official openai client), from package-lock.json.
+node-deps:
+	@[ -d tests/server/node_modules/openai ] || (cd tests/server && npm ci --no-audit --no-fund)
+
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer (run by CI).
-test-asan: deps
+test-asan: deps node-deps
 	@$(CMAKE) --preset asan >/dev/null
 	@$(CMAKE) --build --preset asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_ARGS) -j $(JOBS)

@@ -23,3 +23,13 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# npm (server tests): Debian's package, unless the installed Node already ships its own npm
+# (NodeSource builds do, and conflict with Debian's npm package).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "install-deps: installing npm"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
+fi

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 
+#include "tensor/quant.h"
 #include "tensor/tensor.h"
 
 namespace xinfer {
@@ -30,6 +31,18 @@ class Ops {
   virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) = 0;
   // out[T, N] = x[T, K] @ w[N, K]^T (+ bias[N]).
   virtual void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  // Quantized weights (tensor/quant.h). Non-virtual front doors taking a Weight: a dense weight
+  // goes to Embedding/Linear above, a quantized one to QuantEmbedding/QuantLinear below, so a
+  // backend overrides only the primitives. (Derived classes that override Linear or Embedding add
+  // `using Ops::Linear; using Ops::Embedding;` to keep these visible through their own type.)
+  void Embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out);
+  void Linear(const Tensor& x, const Weight& w, const Tensor* bias, Tensor& out);
+  // out[t, :] = dequantize(table row ids[t]).
+  virtual void QuantEmbedding(const QuantTensor& table, std::span<const int32_t> ids, Tensor& out);
+  // out[T, N] = x[T, K] @ dequantize(w)[N, K]^T (+ bias[N]), accumulated in F32. Every output
+  // element is computed in the same order whatever T is (batch invariance).
+  // Defaults: the portable reference kernels in backend/cpu/quant_ops.cc.
+  virtual void QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out);
   // Rotary embedding, rotate-half layout (as Hugging Face Llama/Qwen): x is [T, heads, dim],
   // token t is at position positions[t]. In place.
   virtual void Rope(Tensor& x, std::span<const int32_t> positions, double theta) = 0;

@@ -18,26 +18,45 @@ using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
 enum class ExprKind {
-  kLiteral,   // literal (scalar only)
-  kName,      // name
-  kGetAttr,   // a.name
-  kGetItem,   // a[b]
-  kSlice,     // items: start, stop, step (each may be null); only as b of kGetItem
-  kNeg, kPos, kNot,  // a
-  kBinary,    // a op b
-  kAnd, kOr,  // a, b
-  kCompare,   // items[0] ops[0] items[1] ops[1] items[2] ...
-  kCond,      // a if b else c (c may be null)
-  kCall,      // a(args)
-  kFilter,    // a | name(args); a is null inside a filter block
-  kTest,      // a is [not] name(args)
-  kList, kTuple,  // items
-  kDict,      // items: key0, value0, key1, value1, ...
+  kLiteral,  // literal (scalar only)
+  kName,     // name
+  kGetAttr,  // a.name
+  kGetItem,  // a[b]
+  kSlice,    // items: start, stop, step (each may be null); only as b of kGetItem
+  kNeg,
+  kPos,
+  kNot,     // a
+  kBinary,  // a op b
+  kAnd,
+  kOr,       // a, b
+  kCompare,  // items[0] ops[0] items[1] ops[1] items[2] ...
+  kCond,     // a if b else c (c may be null)
+  kCall,     // a(args)
+  kFilter,   // a | name(args); a is null inside a filter block
+  kTest,     // a is [not] name(args)
+  kList,
+  kTuple,  // items
+  kDict,   // items: key0, value0, key1, value1, ...
 };
 
 enum class Op {
-  kNone, kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow, kConcat,
-  kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn,
+  kNone,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kMod,
+  kPow,
+  kConcat,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kIn,
+  kNotIn,
 };
 
 struct Args {
@@ -69,7 +88,7 @@ enum class StmtKind {
   kMacro,     // name(params = defaults): body
   kBreak,
   kContinue,
-  kScope,     // a block whose body is simply rendered ({% generation %})
+  kScope,  // a block whose body is simply rendered ({% generation %})
 };
 
 struct Stmt {

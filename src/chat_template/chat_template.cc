@@ -61,9 +61,10 @@ StatusOr<std::string> TokenString(const nlohmann::json& cfg, const char* key) {
     auto content = it->find("content");
     if (content != it->end() && content->is_string()) return content->get<std::string>();
   }
-  return InvalidArgument("tokenizer_config.json: {} must be a string, null or an object with "
-                         "\"content\"",
-                         key);
+  return InvalidArgument(
+      "tokenizer_config.json: {} must be a string, null or an object with "
+      "\"content\"",
+      key);
 }
 
 }  // namespace
@@ -72,7 +73,8 @@ StatusOr<ChatTemplateConfig> LoadChatTemplateConfig(const std::string& model_dir
   const std::string path = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
   XI_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   const nlohmann::json cfg = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (cfg.is_discarded() || !cfg.is_object()) return InvalidArgument("{} is not a JSON object", path);
+  if (cfg.is_discarded() || !cfg.is_object())
+    return InvalidArgument("{} is not a JSON object", path);
   ChatTemplateConfig out;
   XI_ASSIGN_OR_RETURN(out.bos_token, TokenString(cfg, "bos_token"));
   XI_ASSIGN_OR_RETURN(out.eos_token, TokenString(cfg, "eos_token"));
@@ -102,7 +104,8 @@ StatusOr<ChatTemplateConfig> LoadChatTemplateConfig(const std::string& model_dir
     }
     return NotFound("{}: chat_template list has no entry named \"default\"", path);
   }
-  return InvalidArgument("{}: chat_template must be a string or a list of {{name, template}}", path);
+  return InvalidArgument("{}: chat_template must be a string or a list of {{name, template}}",
+                         path);
 }
 
 StatusOr<std::string> ResolveChatTemplateArg(const std::string& arg) {
@@ -113,9 +116,9 @@ StatusOr<std::string> ResolveChatTemplateArg(const std::string& arg) {
   const bool looks_like_template = arg.find("{{") != std::string::npos ||
                                    arg.find("{%") != std::string::npos ||
                                    arg.find("{#") != std::string::npos;
-  const bool looks_like_path = arg.find('\n') == std::string::npos &&
-                               (arg.find('/') != std::string::npos ||
-                                (arg.size() > 6 && arg.ends_with(".jinja")));
+  const bool looks_like_path =
+      arg.find('\n') == std::string::npos &&
+      (arg.find('/') != std::string::npos || (arg.size() > 6 && arg.ends_with(".jinja")));
   if (!looks_like_template && looks_like_path) {
     return NotFound("chat template file not found: {}", arg);
   }

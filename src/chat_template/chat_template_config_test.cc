@@ -2,11 +2,11 @@
 // rendering one template from many threads.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "chat_template/chat_template.h"

@@ -32,10 +32,10 @@ void CheckGolden(const std::string& model, const std::string& golden_file) {
     const ordered_json& input = golden["input"];
     SCOPED_TRACE(golden["name"].get<std::string>());
     // The golden inputs leave add_generation_prompt out unless it is false.
-    const ordered_json context = MakeChatContext(
-        input["messages"], input.value("tools", ordered_json()),
-        input.value("add_generation_prompt", true), config->bos_token, config->eos_token,
-        input.value("kwargs", ordered_json::object()));
+    const ordered_json context =
+        MakeChatContext(input["messages"], input.value("tools", ordered_json()),
+                        input.value("add_generation_prompt", true), config->bos_token,
+                        config->eos_token, input.value("kwargs", ordered_json::object()));
     auto out = tmpl->Render(context);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(*out, golden["rendered"].get<std::string>());

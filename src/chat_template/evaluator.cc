@@ -54,8 +54,7 @@ const Value* Renderer::Lookup(const std::string& name) const {
   return nullptr;
 }
 
-StatusOr<std::string> Renderer::Run(const TemplateAst& ast,
-                                    const nlohmann::ordered_json& context) {
+StatusOr<std::string> Renderer::Run(const TemplateAst& ast, const nlohmann::ordered_json& context) {
   stack_base_ = static_cast<const char*>(__builtin_frame_address(0));
   if (!context.is_object()) return InvalidArgument("template context must be a JSON object");
   for (const auto& [k, v] : context.items()) {
@@ -180,9 +179,12 @@ StatusOr<Renderer::Flow> Renderer::Exec(const Stmt& s) {
                   }));
       return Flow::kNormal;
     }
-    case StmtKind::kBreak: return Flow::kBreak;
-    case StmtKind::kContinue: return Flow::kContinue;
-    case StmtKind::kScope: return ExecBody(s.body);
+    case StmtKind::kBreak:
+      return Flow::kBreak;
+    case StmtKind::kContinue:
+      return Flow::kContinue;
+    case StmtKind::kScope:
+      return ExecBody(s.body);
   }
   return Internal("unknown statement");
 }
@@ -251,22 +253,28 @@ StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& s) {
     frame.vars.clear();
     const Value& item = items[static_cast<size_t>(i)];
     XI_RETURN_IF_ERROR(BindTargets(s.targets, item, &frame));
-    auto loop = std::make_shared<Dict>();
-    loop->is_loop = true;
-    loop->entries.reserve(11);
-    loop->Set("index0", Value::Int(i));
-    loop->Set("index", Value::Int(i + 1));
-    loop->Set("revindex0", Value::Int(n - i - 1));
-    loop->Set("revindex", Value::Int(n - i));
-    loop->Set("first", Value::Bool(i == 0));
-    loop->Set("last", Value::Bool(i == n - 1));
-    loop->Set("length", Value::Int(n));
-    loop->Set("depth", Value::Int(1));
-    loop->Set("depth0", Value::Int(0));
     static const Value kNoPrev = Value::Undefined("there is no previous item");
     static const Value kNoNext = Value::Undefined("there is no next item");
-    loop->Set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : kNoPrev);
-    loop->Set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : kNoNext);
+    // Built directly (keys are distinct): this runs once per iteration.
+    auto loop = std::make_shared<Dict>();
+    loop->is_loop = true;
+    loop->entries = {
+        {"index0", Value::Int(i)},
+        {"index", Value::Int(i + 1)},
+        {"revindex0", Value::Int(n - i - 1)},
+        {"revindex", Value::Int(n - i)},
+        {"first", Value::Bool(i == 0)},
+        {"last", Value::Bool(i == n - 1)},
+        {"length", Value::Int(n)},
+        {"depth", Value::Int(1)},
+        {"depth0", Value::Int(0)},
+        {"previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : kNoPrev},
+        {"nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : kNoNext},
+    };
+    for (const auto& [k, v] : loop->entries) {
+      loop->depth = std::max(loop->depth, v.depth() + 1);
+      loop->has_namespace = loop->has_namespace || v.has_namespace();
+    }
     frame.Set("loop", Value::Dict(std::move(loop)));
     XI_ASSIGN_OR_RETURN(Flow flow, ExecBody(s.body));
     if (flow == Flow::kBreak) break;
@@ -310,8 +318,8 @@ StatusOr<Value> Renderer::CallMacro(const Stmt& m, CallArgs& args) {
       XI_ASSIGN_OR_RETURN(Value def, Eval(*m.defaults[i]));
       frame.Set(m.params[i], std::move(def));
     } else {
-      frame.Set(m.params[i], Value::Undefined(fmt::format(
-                                 "parameter '{}' was not provided", m.params[i])));
+      frame.Set(m.params[i],
+                Value::Undefined(fmt::format("parameter '{}' was not provided", m.params[i])));
     }
   }
   frame.Set("varargs", Value::List(std::move(varargs), /*tuple=*/true));
@@ -342,7 +350,8 @@ StatusOr<Value> Renderer::Eval(const Expr& e) {
   XI_RETURN_IF_ERROR(CheckStack());
   XI_RETURN_IF_ERROR(budget_.Charge(1));
   switch (e.kind) {
-    case ExprKind::kLiteral: return e.literal;
+    case ExprKind::kLiteral:
+      return e.literal;
     case ExprKind::kName: {
       if (const Value* v = Lookup(e.name)) return *v;
       return LookupGlobal(e.name);
@@ -370,7 +379,8 @@ StatusOr<Value> Renderer::Eval(const Expr& e) {
       XI_ASSIGN_OR_RETURN(Value key, Eval(*e.b));
       return GetItem(obj, key);
     }
-    case ExprKind::kSlice: return Internal("slice outside of a subscript");
+    case ExprKind::kSlice:
+      return Internal("slice outside of a subscript");
     case ExprKind::kNeg:
     case ExprKind::kPos: {
       XI_ASSIGN_OR_RETURN(Value v, Eval(*e.a));
@@ -399,7 +409,8 @@ StatusOr<Value> Renderer::Eval(const Expr& e) {
       if (a.Truthy() == (e.kind == ExprKind::kOr)) return a;
       return Eval(*e.b);
     }
-    case ExprKind::kCompare: return EvalCompare(e);
+    case ExprKind::kCompare:
+      return EvalCompare(e);
     case ExprKind::kCond: {
       XI_ASSIGN_OR_RETURN(Value cond, Eval(*e.b));
       if (cond.Truthy()) return Eval(*e.a);
@@ -464,7 +475,8 @@ StatusOr<Value> Renderer::Eval(const Expr& e) {
 
 StatusOr<bool> Renderer::Contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case Value::Kind::kUndefined: return false;
+    case Value::Kind::kUndefined:
+      return false;
     case Value::Kind::kString:
       if (!item.is_string()) {
         return InvalidArgument("'in <string>' requires string as left operand, not {}",
@@ -481,7 +493,8 @@ StatusOr<bool> Renderer::Contains(const Value& container, const Value& item) {
     case Value::Kind::kDict:
       if (container.is_namespace()) break;
       return item.is_string() && container.dict().Find(item.str()) != nullptr;
-    default: break;
+    default:
+      break;
   }
   return InvalidArgument("argument of type '{}' is not iterable", container.TypeName());
 }

@@ -3,11 +3,10 @@
 // A Renderer is single-use and single-threaded.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "chat_template/ast.h"

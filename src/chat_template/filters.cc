@@ -1,4 +1,4 @@
-// Jinja2's built-in filters (plus Hugging Face's tojson) and tests.
+// Jinja2's built-in filters, plus Hugging Face's tojson (json.dumps with ensure_ascii=False).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -30,7 +30,8 @@ StatusOr<Value> AttrPath(const Value& item, const std::string& path) {
   size_t start = 0;
   while (true) {
     const size_t dot = path.find('.', start);
-    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     Value key = Value::Str(part);
     if (!part.empty() && part.size() < 18 &&
         std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -102,7 +103,8 @@ StatusOr<Value> FItems(Renderer& r, const Value& in, CallArgs&) {
   if (in.is_undefined()) return Value::List({});
   if (!in.is_dict()) return InvalidArgument("Can only get item pairs from a mapping.");
   std::vector<Value> items;
-  for (const auto& [k, v] : in.dict().entries) items.push_back(Value::List({Value::Str(k), v}, true));
+  for (const auto& [k, v] : in.dict().entries)
+    items.push_back(Value::List({Value::Str(k), v}, true));
   return ListOf(r, std::move(items));
 }
 
@@ -160,14 +162,15 @@ std::string JinjaTitle(std::string_view s) {
   while (pos < s.size()) {
     const size_t start = pos;
     const uint32_t cp = DecodeUtf8(s, &pos);
-    const bool sep = IsPyWhitespace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+    const bool sep =
+        IsPyWhitespace(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
     std::string ch(s.substr(start, pos - start));
     if (sep) {
       out += ch;
       word_start = true;
       continue;
     }
-    out += word_start ? AsciiUpper(ch) : AsciiLower(ch);
+    out += word_start ? PyUpper(ch) : PyLower(ch);
     word_start = false;
   }
   return out;
@@ -186,6 +189,7 @@ StatusOr<Value> FReplace(Renderer& r, const Value& in, CallArgs& a) {
 StatusOr<Value> FSafe(Renderer&, const Value& in, CallArgs&) { return in; }
 
 StatusOr<Value> SelectImpl(Renderer& r, const Value& in, CallArgs& a, bool by_attr, bool keep) {
+  if (!in.Truthy()) return Value::List({});  // Jinja2 checks `if seq:` before iterating
   XI_ASSIGN_OR_RETURN(std::vector<Value> items, Items(r, in));
   size_t next = 0;
   std::string attr;
@@ -222,6 +226,7 @@ StatusOr<Value> SelectImpl(Renderer& r, const Value& in, CallArgs& a, bool by_at
 }
 
 StatusOr<Value> FMap(Renderer& r, const Value& in, CallArgs& a) {
+  if (!in.Truthy()) return Value::List({});  // Jinja2 checks `if value:` before iterating
   XI_ASSIGN_OR_RETURN(std::vector<Value> items, Items(r, in));
   std::vector<Value> out;
   out.reserve(items.size());
@@ -274,6 +279,7 @@ bool ParsePyFloat(const std::string& text, double* out) {
 StatusOr<Value> FInt(Renderer&, const Value& in, CallArgs& a) {
   const Value def = Arg(a, 0, "default", Value::Int(0));
   const Value base = Arg(a, 1, "base", Value::Int(10));
+  if (in.is_undefined()) return InvalidArgument("{}", in.undefined_message());
   if (in.is_integral()) return Value::Int(in.as_int());
   if (in.is_float()) {
     const double f = in.as_double();
@@ -293,6 +299,7 @@ StatusOr<Value> FInt(Renderer&, const Value& in, CallArgs& a) {
 
 StatusOr<Value> FFloat(Renderer&, const Value& in, CallArgs& a) {
   const Value def = Arg(a, 0, "default", Value::Float(0.0));
+  if (in.is_undefined()) return InvalidArgument("{}", in.undefined_message());
   if (in.is_number()) return Value::Float(in.as_double());
   double f;
   if (in.is_string() && ParsePyFloat(in.str(), &f)) return Value::Float(f);
@@ -312,7 +319,8 @@ StatusOr<Value> FRound(Renderer&, const Value& in, CallArgs& a) {
   XI_RETURN_IF_ERROR(CheckArgs(a, "round", 2, {"precision", "method"}));
   const Value prec_v = Arg(a, 0, "precision", Value::Int(0));
   const Value method = Arg(a, 1, "method", Value::Str("common"));
-  if (!prec_v.is_integral() || !method.is_string()) return InvalidArgument("invalid round() arguments");
+  if (!prec_v.is_integral() || !method.is_string())
+    return InvalidArgument("invalid round() arguments");
   if (!in.is_number()) return InvalidArgument("round() needs a number, not '{}'", in.TypeName());
   const int64_t prec = std::clamp<int64_t>(prec_v.as_int(), -300, 300);
   const double x = in.as_double();
@@ -340,7 +348,7 @@ StatusOr<Value> SortKey(const Value& item, const std::string& attr, bool case_se
   if (!attr.empty()) {
     XI_ASSIGN_OR_RETURN(v, AttrPath(item, attr));
   }
-  if (!case_sensitive && v.is_string()) return Value::Str(AsciiLower(v.str()));
+  if (!case_sensitive && v.is_string()) return Value::Str(PyLower(v.str()));
   return v;
 }
 
@@ -451,7 +459,8 @@ StatusOr<Value> FSum(Renderer& r, const Value& in, CallArgs& a) {
     }
     if (total.is_integral() && v.is_integral()) {
       int64_t s;
-      if (__builtin_add_overflow(total.as_int(), v.as_int(), &s)) return InvalidArgument("integer overflow");
+      if (__builtin_add_overflow(total.as_int(), v.as_int(), &s))
+        return InvalidArgument("integer overflow");
       total = Value::Int(s);
     } else {
       total = Value::Float(total.as_double() + v.as_double());
@@ -501,12 +510,23 @@ StatusOr<Value> FEscape(Renderer& r, const Value& in, CallArgs&) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return r.NewString(std::move(out));
@@ -535,8 +555,8 @@ StatusOr<Value> FFormat(Renderer& r, const Value& in, CallArgs& a) {
 }
 
 std::string Capitalize(std::string_view s) { return PyCapitalize(s); }
-std::string Upper(std::string_view s) { return AsciiUpper(s); }
-std::string Lower(std::string_view s) { return AsciiLower(s); }
+std::string Upper(std::string_view s) { return PyUpper(s); }
+std::string Lower(std::string_view s) { return PyLower(s); }
 
 const std::unordered_map<std::string, FilterFn>& Filters() {
   static const auto* filters = new std::unordered_map<std::string, FilterFn>{
@@ -558,10 +578,14 @@ const std::unordered_map<std::string, FilterFn>& Filters() {
       {"title", FStrMap<JinjaTitle>},
       {"replace", FReplace},
       {"safe", FSafe},
-      {"selectattr", [](Renderer& r, const Value& in, CallArgs& a) { return SelectImpl(r, in, a, true, true); }},
-      {"rejectattr", [](Renderer& r, const Value& in, CallArgs& a) { return SelectImpl(r, in, a, true, false); }},
-      {"select", [](Renderer& r, const Value& in, CallArgs& a) { return SelectImpl(r, in, a, false, true); }},
-      {"reject", [](Renderer& r, const Value& in, CallArgs& a) { return SelectImpl(r, in, a, false, false); }},
+      {"selectattr",
+       [](Renderer& r, const Value& in, CallArgs& a) { return SelectImpl(r, in, a, true, true); }},
+      {"rejectattr",
+       [](Renderer& r, const Value& in, CallArgs& a) { return SelectImpl(r, in, a, true, false); }},
+      {"select",
+       [](Renderer& r, const Value& in, CallArgs& a) { return SelectImpl(r, in, a, false, true); }},
+      {"reject", [](Renderer& r, const Value& in,
+                    CallArgs& a) { return SelectImpl(r, in, a, false, false); }},
       {"map", FMap},
       {"int", FInt},
       {"float", FFloat},
@@ -583,120 +607,12 @@ const std::unordered_map<std::string, FilterFn>& Filters() {
   return *filters;
 }
 
-// ---- tests ----
-
-StatusOr<bool> CompareTest(Renderer& r, const Value& in, CallArgs& a, int want_lo, int want_hi) {
-  XI_ASSIGN_OR_RETURN(int c, Compare(in, Arg(a, 0, "other"), r.budget()));
-  return c >= want_lo && c <= want_hi;
-}
-
-StatusOr<bool> EqTest(Renderer& r, const Value& in, CallArgs& a) {
-  return Equals(in, Arg(a, 0, "other"), r.budget());
-}
-
-StatusOr<bool> IntTest(const Value& in, int64_t mod_arg, bool divisible) {
-  if (!in.is_integral()) return InvalidArgument("test needs an integer, not '{}'", in.TypeName());
-  if (mod_arg == 0) return InvalidArgument("integer division or modulo by zero");
-  const int64_t m = mod_arg == -1 ? 0 : in.as_int() % mod_arg;
-  return divisible ? m == 0 : m != 0;
-}
-
-StatusOr<bool> CaseTest(Renderer& r, const Value& in, bool lower) {
-  XI_ASSIGN_OR_RETURN(std::string s, ToStr(r, in));
-  bool cased = false;
-  for (char c : s) {
-    if ((lower && c >= 'A' && c <= 'Z') || (!lower && c >= 'a' && c <= 'z')) return false;
-    cased = cased || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-  }
-  return cased;
-}
-
-using T = StatusOr<bool>;
-const std::unordered_map<std::string, TestFn>& Tests() {
-  static const auto* tests = new std::unordered_map<std::string, TestFn>{
-      {"defined", [](Renderer&, const Value& v, CallArgs&) -> T { return !v.is_undefined(); }},
-      {"undefined", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_undefined(); }},
-      {"none", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_none(); }},
-      {"string", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_string(); }},
-      {"mapping", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_dict(); }},
-      {"sequence", [](Renderer&, const Value& v, CallArgs&) -> T {
-         return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
-       }},
-      {"iterable", [](Renderer&, const Value& v, CallArgs&) -> T {
-         return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
-       }},
-      {"number", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_number(); }},
-      {"integer", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_int(); }},
-      {"float", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_float(); }},
-      {"boolean", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_bool(); }},
-      {"true", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_bool() && v.as_bool(); }},
-      {"false", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_bool() && !v.as_bool(); }},
-      {"callable", [](Renderer&, const Value& v, CallArgs&) -> T { return v.is_function(); }},
-      {"equalto", EqTest},
-      {"eq", EqTest},
-      {"==", EqTest},
-      {"ne", [](Renderer& r, const Value& v, CallArgs& a) -> T {
-         XI_ASSIGN_OR_RETURN(bool eq, EqTest(r, v, a));
-         return !eq;
-       }},
-      {"lt", [](Renderer& r, const Value& v, CallArgs& a) { return CompareTest(r, v, a, -1, -1); }},
-      {"lessthan", [](Renderer& r, const Value& v, CallArgs& a) { return CompareTest(r, v, a, -1, -1); }},
-      {"le", [](Renderer& r, const Value& v, CallArgs& a) { return CompareTest(r, v, a, -1, 0); }},
-      {"gt", [](Renderer& r, const Value& v, CallArgs& a) { return CompareTest(r, v, a, 1, 1); }},
-      {"greaterthan", [](Renderer& r, const Value& v, CallArgs& a) { return CompareTest(r, v, a, 1, 1); }},
-      {"ge", [](Renderer& r, const Value& v, CallArgs& a) { return CompareTest(r, v, a, 0, 1); }},
-      {"in", [](Renderer& r, const Value& v, CallArgs& a) -> T {
-         const Value seq = Arg(a, 0, "seq");
-         if (seq.is_string()) {
-           if (!v.is_string()) return InvalidArgument("'in <string>' requires string as left operand");
-           return seq.str().find(v.str()) != std::string::npos;
-         }
-         if (seq.is_dict()) return v.is_string() && seq.dict().Find(v.str()) != nullptr;
-         XI_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(seq, r.limits().max_list_items));
-         for (const Value& x : items) {
-           XI_ASSIGN_OR_RETURN(bool eq, Equals(x, v, r.budget()));
-           if (eq) return true;
-         }
-         return false;
-       }},
-      {"odd", [](Renderer&, const Value& v, CallArgs&) -> T { return IntTest(v, 2, false); }},
-      {"even", [](Renderer&, const Value& v, CallArgs&) -> T { return IntTest(v, 2, true); }},
-      {"divisibleby", [](Renderer&, const Value& v, CallArgs& a) -> T {
-         const Value n = Arg(a, 0, "num");
-         if (!n.is_integral()) return InvalidArgument("divisibleby needs an integer");
-         return IntTest(v, n.as_int(), true);
-       }},
-      {"sameas", [](Renderer& r, const Value& v, CallArgs& a) -> T {
-         const Value other = Arg(a, 0, "other");
-         if (v.identity() != nullptr || other.identity() != nullptr) return v.identity() == other.identity();
-         if (v.kind() != other.kind()) return false;
-         return Equals(v, other, r.budget());
-       }},
-      {"lower", [](Renderer& r, const Value& v, CallArgs&) { return CaseTest(r, v, true); }},
-      {"upper", [](Renderer& r, const Value& v, CallArgs&) { return CaseTest(r, v, false); }},
-      {"escaped", [](Renderer&, const Value&, CallArgs&) -> T { return false; }},
-      {"filter", [](Renderer&, const Value& v, CallArgs&) -> T {
-         return v.is_string() && FindFilter(v.str()) != nullptr;
-       }},
-      {"test", [](Renderer&, const Value& v, CallArgs&) -> T {
-         return v.is_string() && FindTest(v.str()) != nullptr;
-       }},
-  };
-  return *tests;
-}
-
 }  // namespace
 
 FilterFn FindFilter(std::string_view name) {
   const auto& f = Filters();
   auto it = f.find(std::string(name));
   return it == f.end() ? nullptr : it->second;
-}
-
-TestFn FindTest(std::string_view name) {
-  const auto& t = Tests();
-  auto it = t.find(std::string(name));
-  return it == t.end() ? nullptr : it->second;
 }
 
 }  // namespace xinfer::jinja

@@ -93,9 +93,7 @@ class Lexer {
     return p;
   }
 
-  bool StartsWith(size_t p, std::string_view s) const {
-    return src_.compare(p, s.size(), s) == 0;
-  }
+  bool StartsWith(size_t p, std::string_view s) const { return src_.compare(p, s.size(), s) == 0; }
 
   // After the closing delimiter starting at `e` ("#}" / "%}" / "}}" already located), applies
   // '-' (strip all following whitespace), '+' (keep) or trim_blocks (drop one newline).
@@ -179,8 +177,9 @@ class Lexer {
     const size_t n = src_.size();
     while (true) {
       if (p >= n) {
-        return Error(tag_start, block ? "unexpected end of template, expected '%}' to close the tag"
-                                      : "unexpected end of template, expected '}}' to close the tag");
+        return Error(tag_start, block
+                                    ? "unexpected end of template, expected '%}' to close the tag"
+                                    : "unexpected end of template, expected '}}' to close the tag");
       }
       if (balance.empty()) {
         const char* close = block ? "%}" : "}}";
@@ -329,18 +328,41 @@ class Lexer {
       const char e = src_[i + 1];
       i += 2;
       switch (e) {
-        case '\n': break;  // line continuation
-        case '\\': out.push_back('\\'); break;
-        case '\'': out.push_back('\''); break;
-        case '"': out.push_back('"'); break;
-        case 'a': out.push_back('\a'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
-        case 'v': out.push_back('\v'); break;
-        case 'x': case 'u': case 'U': {
+        case '\n':
+          break;  // line continuation
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '\'':
+          out.push_back('\'');
+          break;
+        case '"':
+          out.push_back('"');
+          break;
+        case 'a':
+          out.push_back('\a');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'v':
+          out.push_back('\v');
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           const int len = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
           uint32_t cp = 0;
           for (int k = 0; k < len; ++k) {

@@ -71,13 +71,15 @@ StatusOr<std::string> PercentFormat(const std::string& f, const Value& arg, size
       if (close == std::string::npos) return InvalidArgument("incomplete format key");
       if (!arg.is_dict()) return InvalidArgument("format requires a mapping");
       const Value* found = arg.dict().Find(f.substr(i + 1, close - i - 1));
-      if (found == nullptr) return InvalidArgument("KeyError: {}", PyStrRepr(f.substr(i + 1, close - i - 1)));
+      if (found == nullptr)
+        return InvalidArgument("KeyError: {}", PyStrRepr(f.substr(i + 1, close - i - 1)));
       v = *found;
       have = true;
       i = close + 1;
     }
     std::string spec = "%";
-    while (i < f.size() && std::string_view("-+ #0123456789.").find(f[i]) != std::string_view::npos) {
+    while (i < f.size() &&
+           std::string_view("-+ #0123456789.").find(f[i]) != std::string_view::npos) {
       spec += f[i++];
     }
     if (i >= f.size()) return InvalidArgument("incomplete format");
@@ -89,9 +91,11 @@ StatusOr<std::string> PercentFormat(const std::string& f, const Value& arg, size
     }
     char buf[512];
     switch (conv) {
-      case 's': case 'r': {
+      case 's':
+      case 'r': {
         std::string s;
-        XI_RETURN_IF_ERROR(conv == 's' ? AppendStr(v, &s, max_bytes) : AppendRepr(v, &s, max_bytes));
+        XI_RETURN_IF_ERROR(conv == 's' ? AppendStr(v, &s, max_bytes)
+                                       : AppendRepr(v, &s, max_bytes));
         if (spec.size() > 1) {
           const int width = std::atoi(spec.c_str() + (spec[1] == '-' ? 2 : 1));
           const auto cps = static_cast<int>(CodePointCount(s));
@@ -103,11 +107,21 @@ StatusOr<std::string> PercentFormat(const std::string& f, const Value& arg, size
         out += s;
         break;
       }
-      case 'd': case 'i': case 'f': case 'F': case 'e': case 'g': case 'x': case 'X': case 'o': {
+      case 'd':
+      case 'i':
+      case 'f':
+      case 'F':
+      case 'e':
+      case 'g':
+      case 'x':
+      case 'X':
+      case 'o': {
         if (!v.is_number()) {
-          return InvalidArgument("%{} format: a real number is required, not {}", conv, v.TypeName());
+          return InvalidArgument("%{} format: a real number is required, not {}", conv,
+                                 v.TypeName());
         }
-        const bool integral = conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o';
+        const bool integral =
+            conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o';
         if (integral) {
           const int64_t n = v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int();
           std::snprintf(buf, sizeof(buf), (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(),
@@ -123,7 +137,8 @@ StatusOr<std::string> PercentFormat(const std::string& f, const Value& arg, size
     }
     if (out.size() > max_bytes) return ResourceExhausted("formatted string is too long");
   }
-  if (next < args.size() && !arg.is_dict()) {
+  // Like Python, a list or dict argument (a "mapping" to printf) may go unused.
+  if (next < args.size() && !arg.is_dict() && !(arg.is_list() && !arg.is_tuple())) {
     return InvalidArgument("not all arguments converted during string formatting");
   }
   return out;

@@ -39,7 +39,9 @@ class Parser {
   void Advance() {
     if (i_ + 1 < toks_.size()) ++i_;
   }
-  bool IsOp(const Token& t, std::string_view op) const { return t.type == Tok::kOp && t.text == op; }
+  bool IsOp(const Token& t, std::string_view op) const {
+    return t.type == Tok::kOp && t.text == op;
+  }
   bool IsName(const Token& t, std::string_view n) const {
     return t.type == Tok::kName && t.text == n;
   }
@@ -56,16 +58,27 @@ class Parser {
 
   static std::string Describe(const Token& t) {
     switch (t.type) {
-      case Tok::kData: return "template data";
-      case Tok::kVarBegin: return "'{{'";
-      case Tok::kVarEnd: return "end of print statement '}}'";
-      case Tok::kBlockBegin: return "'{%'";
-      case Tok::kBlockEnd: return "end of statement block '%}'";
-      case Tok::kName: return "'" + t.text + "'";
-      case Tok::kString: return "string literal";
-      case Tok::kInt: case Tok::kFloat: return "number '" + t.text + "'";
-      case Tok::kOp: return "'" + t.text + "'";
-      case Tok::kEof: return "end of template";
+      case Tok::kData:
+        return "template data";
+      case Tok::kVarBegin:
+        return "'{{'";
+      case Tok::kVarEnd:
+        return "end of print statement '}}'";
+      case Tok::kBlockBegin:
+        return "'{%'";
+      case Tok::kBlockEnd:
+        return "end of statement block '%}'";
+      case Tok::kName:
+        return "'" + t.text + "'";
+      case Tok::kString:
+        return "string literal";
+      case Tok::kInt:
+      case Tok::kFloat:
+        return "number '" + t.text + "'";
+      case Tok::kOp:
+        return "'" + t.text + "'";
+      case Tok::kEof:
+        return "end of template";
     }
     return "token";
   }
@@ -164,7 +177,8 @@ class Parser {
       } else if (t.type == Tok::kEof) {
         if (ends.size() == 0) return body;
         std::string want;
-        for (std::string_view e : ends) want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
+        for (std::string_view e : ends)
+          want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
         return Error(t, fmt::format("unexpected end of template: expected {} to close the '{}' "
                                     "block opened at line {}",
                                     want, block, open_line));
@@ -284,8 +298,7 @@ class Parser {
       XI_RETURN_IF_ERROR(ExpectBlockEnd());
       XI_ASSIGN_OR_RETURN(s->body, ParseBody({"endgeneration"}, &end, "generation", kw.line));
       XI_RETURN_IF_ERROR(ExpectBlockEnd());
-    } else if (n == "include" || n == "import" || n == "from" || n == "extends" ||
-               n == "block") {
+    } else if (n == "include" || n == "import" || n == "from" || n == "extends" || n == "block") {
       return Error(kw, fmt::format("'{}' is not supported: chat templates cannot load or "
                                    "inherit other templates",
                                    n));
@@ -294,11 +307,12 @@ class Parser {
       return Error(kw, fmt::format("the '{}' tag is not supported", n));
     } else {
       const bool stray = n.starts_with("end") || n == "else" || n == "elif";
-      std::string msg = stray ? fmt::format("unexpected '{}' tag", n)
-                              : fmt::format("unknown tag '{}'", n);
+      std::string msg =
+          stray ? fmt::format("unexpected '{}' tag", n) : fmt::format("unknown tag '{}'", n);
       if (outer_ends.size() > 0) {
         std::string want;
-        for (std::string_view e : outer_ends) want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
+        for (std::string_view e : outer_ends)
+          want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
         msg += fmt::format(" (expected {} to close the '{}' block)", want, outer_block);
       }
       return Error(kw, msg);
@@ -600,8 +614,7 @@ class Parser {
         } else if ((n.type == Tok::kName || n.type == Tok::kString || n.type == Tok::kInt ||
                     n.type == Tok::kFloat || IsOp(n, "[") || IsOp(n, "{")) &&
                    !IsName(n, "else") && !IsName(n, "or") && !IsName(n, "and") &&
-                   !IsName(n, "is") && !IsName(n, "if") && !IsName(n, "in") &&
-                   !IsName(n, "not")) {
+                   !IsName(n, "is") && !IsName(n, "if") && !IsName(n, "in") && !IsName(n, "not")) {
           Nest nest(this);
           XI_RETURN_IF_ERROR(CheckNest(n));
           XI_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());

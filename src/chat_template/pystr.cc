@@ -1,5 +1,7 @@
 #include "chat_template/pystr.h"
 
+#include <utf8proc.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -86,7 +88,13 @@ size_t CodePointCount(std::string_view s) {
 bool IsPyWhitespace(uint32_t cp) {
   if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F)) return true;
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
       return true;
     default:
@@ -246,39 +254,71 @@ std::string PyReplace(std::string_view s, std::string_view old, std::string_view
   return out;
 }
 
-std::string AsciiUpper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+namespace {
+
+enum class CaseOp { kUpper, kLower, kTitle };
+
+uint32_t MapCase(uint32_t cp, CaseOp op) {
+  if (cp > 0x10FFFF) return cp;
+  const auto c = static_cast<utf8proc_int32_t>(cp);
+  switch (op) {
+    case CaseOp::kUpper:
+      return static_cast<uint32_t>(utf8proc_toupper(c));
+    case CaseOp::kLower:
+      return static_cast<uint32_t>(utf8proc_tolower(c));
+    case CaseOp::kTitle:
+      return static_cast<uint32_t>(utf8proc_totitle(c));
+  }
+  return cp;
+}
+
+bool IsCased(uint32_t cp) {
+  if (cp > 0x10FFFF) return false;
+  const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
+}
+
+// Maps every code point; `op_for(index, cp)` picks the mapping of each.
+template <typename F>
+std::string MapString(std::string_view s, F op_for) {
+  std::string out;
+  out.reserve(s.size());
+  size_t pos = 0, index = 0;
+  while (pos < s.size()) {
+    const size_t start = pos;
+    const uint32_t cp = DecodeUtf8(s, &pos);
+    const bool valid = pos - start > 1 || cp < 0x80;
+    if (!valid) {
+      out.append(s.substr(start, pos - start));  // keep stray bytes as they are
+    } else {
+      AppendUtf8(MapCase(cp, op_for(index, cp)), &out);
+    }
+    ++index;
   }
   return out;
 }
 
-std::string AsciiLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
+}  // namespace
+
+std::string PyUpper(std::string_view s) {
+  return MapString(s, [](size_t, uint32_t) { return CaseOp::kUpper; });
+}
+
+std::string PyLower(std::string_view s) {
+  return MapString(s, [](size_t, uint32_t) { return CaseOp::kLower; });
 }
 
 std::string PyCapitalize(std::string_view s) {
-  std::string out = AsciiLower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
-  return out;
+  return MapString(s, [](size_t i, uint32_t) { return i == 0 ? CaseOp::kTitle : CaseOp::kLower; });
 }
 
 std::string PyTitleMethod(std::string_view s) {
-  std::string out(s);
   bool prev_cased = false;
-  for (char& c : out) {
-    const bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
-    if (lower && !prev_cased) c = static_cast<char>(c - 32);
-    if (upper && prev_cased) c = static_cast<char>(c + 32);
-    // Non-ASCII bytes count as cased letters: Python treats most scripts' letters that way.
-    prev_cased = lower || upper || (static_cast<unsigned char>(c) >= 0x80);
-  }
-  return out;
+  return MapString(s, [&](size_t, uint32_t cp) {
+    const CaseOp op = prev_cased ? CaseOp::kLower : CaseOp::kTitle;
+    prev_cased = IsCased(cp);
+    return op;
+  });
 }
 
 std::string PyFloatRepr(double v) {
@@ -380,14 +420,29 @@ void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
     const size_t start = pos;
     const uint32_t cp = DecodeUtf8(s, &pos);
     switch (cp) {
-      case '"': *out += "\\\""; continue;
-      case '\\': *out += "\\\\"; continue;
-      case '\n': *out += "\\n"; continue;
-      case '\r': *out += "\\r"; continue;
-      case '\t': *out += "\\t"; continue;
-      case '\b': *out += "\\b"; continue;
-      case '\f': *out += "\\f"; continue;
-      default: break;
+      case '"':
+        *out += "\\\"";
+        continue;
+      case '\\':
+        *out += "\\\\";
+        continue;
+      case '\n':
+        *out += "\\n";
+        continue;
+      case '\r':
+        *out += "\\r";
+        continue;
+      case '\t':
+        *out += "\\t";
+        continue;
+      case '\b':
+        *out += "\\b";
+        continue;
+      case '\f':
+        *out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (cp < 0x20) {
       std::snprintf(buf, sizeof(buf), "\\u%04x", cp);

@@ -29,9 +29,10 @@ std::vector<std::string> PySplitLines(std::string_view s);
 // str.replace with Python's semantics for an empty `old`. count < 0: all.
 std::string PyReplace(std::string_view s, std::string_view old, std::string_view repl,
                       int64_t count);
-// ASCII case mapping (non-ASCII code points are left untouched).
-std::string AsciiUpper(std::string_view s);
-std::string AsciiLower(std::string_view s);
+// Unicode simple case mapping per code point (utf8proc). Python's few one-to-many mappings
+// (e.g. 'ß'.upper() == 'SS') are not reproduced.
+std::string PyUpper(std::string_view s);
+std::string PyLower(std::string_view s);
 std::string PyCapitalize(std::string_view s);
 // Python's str.title().
 std::string PyTitleMethod(std::string_view s);

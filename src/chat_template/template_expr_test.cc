@@ -52,12 +52,15 @@ const Case kCases[] = {
   {"replace_upper_lower", "{{ 'aXa'.replace('a', 'b') }} {{ 'abc'.upper() }} {{ 'ABC'.lower() }} {{ 'hello world'.title() }} {{ 'hELLO'.capitalize() }} {{ 'ab'.replace('', '-') }}", R"~({})~", "bXb ABC abc Hello World Hello -a-b-"},
   {"format_find_count", "{{ '{} and {}'.format('a', 1) }} {{ '{0}{0}{name}'.format('x', name='y') }} {{ 'h\xc3\xa9llo'.find('l') }} {{ 'abc'.find('z') }} {{ 'banana'.count('a') }} {{ '-'.join(['a', 'b']) }}", R"~({})~", "a and 1 xxy 2 -1 3 a-b"},
   {"str_predicates", "{{ '123'.isdigit() }} {{ 'ab'.isalpha() }} {{ ' '.isspace() }} {{ 'ab1'.isalnum() }} {{ 'abc'.islower() }} {{ 'ABC'.isupper() }}", R"~({})~", "True True True True True True"},
+  {"unicode_case", "{{ 'héllo wörld'|upper }} {{ 'ÉCOLE'.lower() }} {{ 'élan vital'.title() }} {{ 'éTÉ'|capitalize }}", R"~({})~", "HÉLLO WÖRLD école Élan Vital Été"},
+  {"list_methods", "{{ [1, 2, 1].count(1) }} {{ ['a', 'b'].index('b') }}", R"~({})~", "2 1"},
   // ---- dict methods ----
   {"dict_methods", "{{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }} {{ d.get('a') }} {{ d.get('z') }} {{ d.get('z', 0) }}", R"~({"d": {"a": 1, "b": 2}})~", "['a', 'b'] [1, 2] [('a', 1), ('b', 2)] 1 None 0"},
   // ---- tests ----
   {"type_tests", "{{ 'a' is string }} {{ 1 is number }} {{ 1 is integer }} {{ 1.0 is float }} {{ 1.0 is integer }} {{ true is boolean }} {{ true is integer }} {{ d is mapping }} {{ xs is sequence }} {{ xs is iterable }} {{ none is none }} {{ d is sequence }} {{ 1 is iterable }}", R"~({"d": {}, "xs": []})~", "True True True True False True False True True True True True False"},
   {"value_tests", "{{ true is true }} {{ 1 is true }} {{ false is false }} {{ 0 is false }} {{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 2 is equalto 2 }} {{ 2 is eq 3 }} {{ 'a' is in 'abc' }} {{ 'abc' is lower }} {{ 3 is gt 2 }} {{ 3 is not lt 2 }}", R"~({})~", "True False True False True True True True False True True True True"},
   {"is_not_none", "{{ x is not none }} {{ y is not none }} {{ z is not none }}", R"~({"x": null, "y": 0})~", "False True True"},
+  {"float_parity_tests", "{{ 2.5 is odd }} {{ 3.0 is odd }} {{ 4.0 is even }} {{ 7.5 is divisibleby 2.5 }}", R"~({})~", "False True True True"},
   {"callable_test", "{{ range is callable }} {{ 'x' is callable }} {{ 'x'.upper is callable }}", R"~({})~", "True False True"},
   // ---- filters ----
   {"length_count", "{{ xs|length }} {{ 'h\xc3\xa9'|length }} {{ d|count }} {{ nothing|length }}", R"~({"xs": [1, 2], "d": {"a": 1}})~", "2 2 1 0"},
@@ -70,6 +73,7 @@ const Case kCases[] = {
   {"items_filter", "{% for k, v in d|items %}{{ k }}{{ v }}{% endfor %}", R"~({"d": {"x": 1, "y": 2}})~", "x1y2"},
   {"selectattr_rejectattr", "{{ ms|selectattr('role', 'equalto', 'user')|map(attribute='c')|list }} {{ ms|rejectattr('role', 'eq', 'user')|map(attribute='c')|list }} {{ ms|selectattr('flag')|list|length }} {{ ms|selectattr('flag', 'defined')|list|length }}", R"~({"ms": [{"role": "user", "c": 1, "flag": true}, {"role": "tool", "c": 2}, {"role": "user", "c": 3, "flag": false}]})~", "[1, 3] [2] 1 2"},
   {"select_reject", "{{ [1, 2, 3, 4]|select('odd')|list }} {{ [1, 2, 3, 4]|reject('odd')|list }} {{ [0, 1, '', 'a']|select|list }} {{ [1, 5, 10]|select('gt', 4)|list }}", R"~({})~", "[1, 3] [2, 4] [1, 'a'] [5, 10]"},
+  {"falsy_input_to_select_map", "{{ none|map('string')|list }} {{ false|select|list }}", R"~({})~", "[] []"},
   {"map", "{{ ['A', 'b']|map('lower')|list }} {{ [1, 2]|map('string')|join('|') }} {{ ts|map(attribute='f.name')|list }} {{ ts|map(attribute='x', default='-')|list }}", R"~({"ts": [{"f": {"name": "a"}}, {"f": {"name": "b"}}]})~", "['a', 'b'] 1|2 ['a', 'b'] ['-', '-']"},
   {"int_float_filters", "{{ '42'|int }} {{ '4.7'|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ 3.9|int }} {{ '0x1A'|int(0, 16) }} {{ '2.5'|float }} {{ 3|float }} {{ 'x'|float }}", R"~({})~", "42 4 0 7 3 26 2.5 3.0 0.0"},
   {"abs_round", "{{ -3|abs }} {{ (-2.5)|abs }} {{ 2.5|round }} {{ 3.5|round }} {{ 2.675|round(2) }} {{ 2.1|round(0, 'ceil') }} {{ 2.9|round(method='floor') }} {{ 5|round }}", R"~({})~", "3 2.5 2.0 4.0 2.67 3.0 2.0 5"},

@@ -15,19 +15,125 @@ namespace xinfer {
 namespace {
 
 const char* const kVocabulary[] = {
-    "{%", "%}", "{{", "}}", "{#", "#}", "{%-", "-%}", "{{-", "-}}", "{%+", "+%}", " ", "\n",
-    "\t", "if", "elif", "else", "endif", "for", "endfor", "in", "not", "and", "or", "is", "set",
-    "endset", "macro", "endmacro", "raw", "endraw", "break", "continue", "namespace(", "ns.x",
-    "=", "==", "!=", "<", ">", "+", "-", "*", "**", "/", "//", "%", "~", "|", ".", ",", ":",
-    "(", ")", "[", "]", "{", "}", "'", "\"", "\\", "x", "messages", "message", "loop.index0",
-    "loop.last", "m.content", "tools", "true", "none", "0", "1", "-1", "1.5", "1e400", "'a'",
-    "\"b\"", "|tojson", "|length", "|join(', ')", "|default('d')", "|selectattr('role')",
-    "|map(attribute='x')", "|items", "|list", "|first", "|trim", "|int", "|sort", "|unique",
-    "is defined", "is none", "is string", "range(", "raise_exception(", "caller", "varargs",
-    "[::-1]", "[1:]", ".split(", ".strip(", ".startswith(", "'%s' % ", "x * 99999", "\xff",
-    "\xe4\xbd\xa0", "{{ 'x' * 1000 }}", "{% for i in range(100) %}", "{% if x %}",
-    "{% set ns = namespace(x=[]) %}", "{% set ns.x = ns.x + [ns.x] %}", "{% macro f(a, b=1) %}",
-    "f(f(1))", "{% endmacro %}", "{{ f(", "include", "extends", "import",
+    "{%",
+    "%}",
+    "{{",
+    "}}",
+    "{#",
+    "#}",
+    "{%-",
+    "-%}",
+    "{{-",
+    "-}}",
+    "{%+",
+    "+%}",
+    " ",
+    "\n",
+    "\t",
+    "if",
+    "elif",
+    "else",
+    "endif",
+    "for",
+    "endfor",
+    "in",
+    "not",
+    "and",
+    "or",
+    "is",
+    "set",
+    "endset",
+    "macro",
+    "endmacro",
+    "raw",
+    "endraw",
+    "break",
+    "continue",
+    "namespace(",
+    "ns.x",
+    "=",
+    "==",
+    "!=",
+    "<",
+    ">",
+    "+",
+    "-",
+    "*",
+    "**",
+    "/",
+    "//",
+    "%",
+    "~",
+    "|",
+    ".",
+    ",",
+    ":",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "'",
+    "\"",
+    "\\",
+    "x",
+    "messages",
+    "message",
+    "loop.index0",
+    "loop.last",
+    "m.content",
+    "tools",
+    "true",
+    "none",
+    "0",
+    "1",
+    "-1",
+    "1.5",
+    "1e400",
+    "'a'",
+    "\"b\"",
+    "|tojson",
+    "|length",
+    "|join(', ')",
+    "|default('d')",
+    "|selectattr('role')",
+    "|map(attribute='x')",
+    "|items",
+    "|list",
+    "|first",
+    "|trim",
+    "|int",
+    "|sort",
+    "|unique",
+    "is defined",
+    "is none",
+    "is string",
+    "range(",
+    "raise_exception(",
+    "caller",
+    "varargs",
+    "[::-1]",
+    "[1:]",
+    ".split(",
+    ".strip(",
+    ".startswith(",
+    "'%s' % ",
+    "x * 99999",
+    "\xff",
+    "\xe4\xbd\xa0",
+    "{{ 'x' * 1000 }}",
+    "{% for i in range(100) %}",
+    "{% if x %}",
+    "{% set ns = namespace(x=[]) %}",
+    "{% set ns.x = ns.x + [ns.x] %}",
+    "{% macro f(a, b=1) %}",
+    "f(f(1))",
+    "{% endmacro %}",
+    "{{ f(",
+    "include",
+    "extends",
+    "import",
 };
 
 std::vector<std::string> SeedTemplates() {
@@ -55,13 +161,21 @@ std::string Mutate(const std::string& src, std::mt19937& rng) {
     const size_t pos = n == 0 ? 0 : rng() % (n + 1);
     const size_t len = n == 0 ? 0 : rng() % std::min<size_t>(n - std::min(pos, n) + 1, 64);
     switch (rng() % 6) {
-      case 0: s.erase(pos, len); break;
-      case 1: s.insert(pos, s.substr(pos, len)); break;
-      case 2: s.insert(pos, kVocabulary[rng() % std::size(kVocabulary)]); break;
+      case 0:
+        s.erase(pos, len);
+        break;
+      case 1:
+        s.insert(pos, s.substr(pos, len));
+        break;
+      case 2:
+        s.insert(pos, kVocabulary[rng() % std::size(kVocabulary)]);
+        break;
       case 3:
         if (pos < n) s[pos] = static_cast<char>(rng() % 256);
         break;
-      case 4: s.resize(pos); break;
+      case 4:
+        s.resize(pos);
+        break;
       default: {
         const size_t other = n == 0 ? 0 : rng() % n;
         s.insert(pos, s.substr(other, len));
@@ -97,10 +211,9 @@ TEST(TemplateFuzzTest, MutatedAndRandomTemplatesNeverCrash) {
   const std::vector<std::string> seeds = SeedTemplates();
   std::mt19937 rng(20240611);
   int parsed = 0, rendered = 0;
-  constexpr int kIterations = 4000;
+  constexpr int kIterations = 10000;
   for (int i = 0; i < kIterations; ++i) {
-    const std::string src =
-        i % 4 == 3 ? Soup(rng) : Mutate(seeds[rng() % seeds.size()], rng);
+    const std::string src = i % 4 == 3 ? Soup(rng) : Mutate(seeds[rng() % seeds.size()], rng);
     auto tmpl = ChatTemplate::Parse(src, limits);
     if (!tmpl.ok()) {
       EXPECT_FALSE(tmpl.status().message().empty());
@@ -114,7 +227,8 @@ TEST(TemplateFuzzTest, MutatedAndRandomTemplatesNeverCrash) {
       EXPECT_LE(out->size(), limits.max_output_bytes);
     } else {
       EXPECT_NE(out.status().code(), StatusCode::kInternal)
-          << out.status().message() << "\ntemplate:\n" << src;
+          << out.status().message() << "\ntemplate:\n"
+          << src;
     }
   }
   // The generator must exercise rendering, not only the parser's error paths.

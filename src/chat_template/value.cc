@@ -126,29 +126,47 @@ bool Value::has_namespace() const {
 
 bool Value::Truthy() const {
   switch (kind_) {
-    case Kind::kUndefined: case Kind::kNone: return false;
-    case Kind::kBool: return b_;
-    case Kind::kInt: return i_ != 0;
-    case Kind::kFloat: return f_ != 0;
-    case Kind::kString: return !str().empty();
-    case Kind::kList: return !list().items.empty();
-    case Kind::kDict: return is_namespace() || dict().size() > 0;
-    case Kind::kFunction: return true;
+    case Kind::kUndefined:
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return b_;
+    case Kind::kInt:
+      return i_ != 0;
+    case Kind::kFloat:
+      return f_ != 0;
+    case Kind::kString:
+      return !str().empty();
+    case Kind::kList:
+      return !list().items.empty();
+    case Kind::kDict:
+      return is_namespace() || dict().size() > 0;
+    case Kind::kFunction:
+      return true;
   }
   return false;
 }
 
 std::string Value::TypeName() const {
   switch (kind_) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return is_tuple() ? "tuple" : "list";
-    case Kind::kDict: return is_namespace() ? "Namespace" : "dict";
-    case Kind::kFunction: return "function";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return is_tuple() ? "tuple" : "list";
+    case Kind::kDict:
+      return is_namespace() ? "Namespace" : "dict";
+    case Kind::kFunction:
+      return "function";
   }
   return "object";
 }
@@ -192,16 +210,21 @@ void Dict::Set(const std::string& key, Value v) {
 StatusOr<Value> FromJson(const nlohmann::ordered_json& j, int max_depth) {
   if (max_depth < 0) return InvalidArgument("template context is nested too deeply");
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::None();
-    case nlohmann::ordered_json::value_t::boolean: return Value::Bool(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value::Int(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value::None();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::Bool(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value::Int(j.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const uint64_t u = j.get<uint64_t>();
       if (u > static_cast<uint64_t>(INT64_MAX)) return Value::Float(static_cast<double>(u));
       return Value::Int(static_cast<int64_t>(u));
     }
-    case nlohmann::ordered_json::value_t::number_float: return Value::Float(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value::Str(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value::Float(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value::Str(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
@@ -236,11 +259,21 @@ Status CheckSize(const std::string& out, size_t max_bytes) {
 Status AppendPy(const Value& v, bool repr, std::string* out, size_t max_bytes) {
   XI_RETURN_IF_ERROR(CheckSize(*out, max_bytes));
   switch (v.kind()) {
-    case Value::Kind::kUndefined: *out += repr ? "Undefined" : ""; break;
-    case Value::Kind::kNone: *out += "None"; break;
-    case Value::Kind::kBool: *out += v.as_bool() ? "True" : "False"; break;
-    case Value::Kind::kInt: *out += std::to_string(v.as_int()); break;
-    case Value::Kind::kFloat: *out += PyFloatRepr(v.as_double()); break;
+    case Value::Kind::kUndefined:
+      *out += repr ? "Undefined" : "";
+      break;
+    case Value::Kind::kNone:
+      *out += "None";
+      break;
+    case Value::Kind::kBool:
+      *out += v.as_bool() ? "True" : "False";
+      break;
+    case Value::Kind::kInt:
+      *out += std::to_string(v.as_int());
+      break;
+    case Value::Kind::kFloat:
+      *out += PyFloatRepr(v.as_double());
+      break;
     case Value::Kind::kString:
       if (repr) {
         *out += PyStrRepr(v.str());
@@ -273,7 +306,9 @@ Status AppendPy(const Value& v, bool repr, std::string* out, size_t max_bytes) {
       if (d.is_namespace) *out += '>';
       break;
     }
-    case Value::Kind::kFunction: *out += "<function " + v.func().name + ">"; break;
+    case Value::Kind::kFunction:
+      *out += "<function " + v.func().name + ">";
+      break;
   }
   return CheckSize(*out, max_bytes);
 }
@@ -286,9 +321,15 @@ Status AppendJsonImpl(const Value& v, const JsonOptions& o, int level, std::stri
     for (int i = 0; i < lvl; ++i) *out += o.indent;
   };
   switch (v.kind()) {
-    case Value::Kind::kNone: *out += "null"; break;
-    case Value::Kind::kBool: *out += v.as_bool() ? "true" : "false"; break;
-    case Value::Kind::kInt: *out += std::to_string(v.as_int()); break;
+    case Value::Kind::kNone:
+      *out += "null";
+      break;
+    case Value::Kind::kBool:
+      *out += v.as_bool() ? "true" : "false";
+      break;
+    case Value::Kind::kInt:
+      *out += std::to_string(v.as_int());
+      break;
     case Value::Kind::kFloat: {
       const double f = v.as_double();
       if (std::isnan(f)) {
@@ -300,7 +341,9 @@ Status AppendJsonImpl(const Value& v, const JsonOptions& o, int level, std::stri
       }
       break;
     }
-    case Value::Kind::kString: AppendJsonString(v.str(), o.ensure_ascii, out); break;
+    case Value::Kind::kString:
+      AppendJsonString(v.str(), o.ensure_ascii, out);
+      break;
     case Value::Kind::kList: {
       const auto& items = v.list().items;
       if (items.empty()) {
@@ -318,7 +361,8 @@ Status AppendJsonImpl(const Value& v, const JsonOptions& o, int level, std::stri
       break;
     }
     case Value::Kind::kDict: {
-      if (v.is_namespace()) return InvalidArgument("Object of type Namespace is not JSON serializable");
+      if (v.is_namespace())
+        return InvalidArgument("Object of type Namespace is not JSON serializable");
       std::vector<const std::pair<std::string, Value>*> entries;
       for (const auto& e : v.dict().entries) entries.push_back(&e);
       if (entries.empty()) {
@@ -368,8 +412,11 @@ StatusOr<bool> Equals(const Value& a, const Value& b, Budget* budget) {
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case Value::Kind::kUndefined: case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.str() == b.str();
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.str() == b.str();
     case Value::Kind::kList: {
       if (a.identity() == b.identity()) return true;
       const auto& x = a.list();

@@ -12,13 +12,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -47,7 +46,15 @@ struct Dict;
 class Value {
  public:
   enum class Kind : uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kFunction
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kFunction
   };
 
   Value() = default;  // undefined
@@ -82,7 +89,7 @@ class Value {
   double as_double() const { return is_float() ? f_ : static_cast<double>(as_int()); }
   const std::string& str() const;
   const jinja::List& list() const;
-  const jinja::Dict& dict() const;       // dict or namespace
+  const jinja::Dict& dict() const;         // dict or namespace
   jinja::Dict& mutable_namespace() const;  // namespace only
   const Function& func() const;
   // The message UndefinedError would carry ("'x' is undefined").

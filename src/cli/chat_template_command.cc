@@ -4,9 +4,8 @@
 // (default true, like the golden cases), optional kwargs merged into the template context.
 #include <cstdio>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/mapped_file.h"
 #include "chat_template/chat_template.h"
@@ -57,20 +56,22 @@ int RunChatTemplate(const ChatTemplateOptions& o) {
   bool add_generation_prompt = true;
   if (auto it = input.find("add_generation_prompt"); it != input.end()) {
     if (!it->is_boolean()) {
-      return ReportError(InvalidArgument("{}: \"add_generation_prompt\" must be a boolean", o.input));
+      return ReportError(
+          InvalidArgument("{}: \"add_generation_prompt\" must be a boolean", o.input));
     }
     add_generation_prompt = it->get<bool>();
   }
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
   if (auto it = input.find("kwargs"); it != input.end() && !it->is_null()) {
-    if (!it->is_object()) return ReportError(InvalidArgument("{}: \"kwargs\" must be an object", o.input));
+    if (!it->is_object())
+      return ReportError(InvalidArgument("{}: \"kwargs\" must be an object", o.input));
     kwargs = *it;
   }
 
   auto tmpl = ChatTemplate::Parse(source);
   if (!tmpl.ok()) return ReportError(tmpl.status().WithContext("chat template"));
-  auto prompt = tmpl->Render(
-      MakeChatContext(*messages, tools, add_generation_prompt, bos, eos, kwargs));
+  auto prompt =
+      tmpl->Render(MakeChatContext(*messages, tools, add_generation_prompt, bos, eos, kwargs));
   if (!prompt.ok()) return ReportError(prompt.status());
   std::fwrite(prompt->data(), 1, prompt->size(), stdout);
   std::fflush(stdout);

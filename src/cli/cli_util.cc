@@ -15,7 +15,8 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
     if (b == std::string::npos) return InvalidArgument("--prompt-ids: empty entry in '{}'", text);
     item = item.substr(b, e - b + 1);

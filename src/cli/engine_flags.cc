@@ -13,10 +13,9 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "Memory budget in bytes on CPU (default: the machine's memory)");
   cmd->add_option("--max-model-len", c->max_model_len, "Context length (default: the model's)");
   cmd->add_option("--max-num-seqs", c->max_num_seqs, "Running sequences at most (default 256)");
-  cmd->add_option("--max-num-batched-tokens", c->max_num_batched_tokens,
-                  "Tokens per engine step");
-  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill",
-                c->enable_chunked_prefill, "Split long prompts across steps (default on)");
+  cmd->add_option("--max-num-batched-tokens", c->max_num_batched_tokens, "Tokens per engine step");
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", c->enable_chunked_prefill,
+                "Split long prompts across steps (default on)");
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c->enable_prefix_caching,
                 "Reuse KV blocks of shared prefixes (default on)");
   cmd->add_option("--scheduling-policy", c->scheduling_policy, "fcfs (default) or priority");

@@ -40,15 +40,17 @@ struct GenerateOptions {
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 int RunSingle(const GenerateOptions& o, LLMEngine& engine, double load_ms) {
-  json request = json::object();
+  nlohmann::ordered_json request = nlohmann::ordered_json::object();
   if (!o.prompt_ids.empty()) {
     if (!o.prompt.empty() || o.chat)
-      return ReportError(InvalidArgument("--prompt-ids cannot be combined with --prompt or --chat"));
+      return ReportError(
+          InvalidArgument("--prompt-ids cannot be combined with --prompt or --chat"));
     auto ids = ParseIdList(o.prompt_ids);
     if (!ids.ok()) return ReportError(ids.status());
     request["prompt_ids"] = *ids;
   } else if (o.chat) {
-    request["messages"] = json::array({{{"role", "user"}, {"content", o.prompt}}});
+    request["messages"] =
+        nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.prompt}}});
   } else {
     request["prompt"] = o.prompt;
   }

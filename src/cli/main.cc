@@ -12,7 +12,14 @@ int main(int argc, char** argv) {
   xinfer::AddTokenizeCommand(app, &exit_code);
   xinfer::AddInspectCommand(app, &exit_code);
   xinfer::AddChatTemplateCommand(app, &exit_code);
+  xinfer::AddServeCommand(app, &exit_code);
   xinfer::AddMakeModelCommand(app, &exit_code);
+  xinfer::AddDoctorCommand(app, &exit_code);
+  CLI::App* bench =
+      app.add_subcommand("bench", "Benchmarks: serve (HTTP load) and offline (engine)");
+  bench->require_subcommand(1);
+  xinfer::AddBenchServeCommand(*bench, &exit_code);
+  xinfer::AddBenchOfflineCommand(*bench, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

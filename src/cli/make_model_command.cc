@@ -145,25 +145,25 @@ int RunMakeModel(const MakeModelOptions& o) {
     }
   }
   const bool qwen3 = std::string(p.model_type) == "qwen3";
-  ordered_json config = {{"architectures", {p.architecture}},
-                         {"model_type", p.model_type},
-                         {"vocab_size", p.vocab},
-                         {"hidden_size", p.hidden},
-                         {"intermediate_size", p.intermediate},
-                         {"num_hidden_layers", p.layers},
-                         {"num_attention_heads", p.heads},
-                         {"num_key_value_heads", p.kv_heads},
-                         {"head_dim", p.head_dim},
-                         {"hidden_act", "silu"},
-                         {"max_position_embeddings", p.max_pos},
-                         {"rms_norm_eps", 1e-6},
-                         {"rope_theta", p.rope_theta},
-                         {"tie_word_embeddings", p.tied},
-                         {"torch_dtype", torch_dtype},
-                         {"bos_token_id", 151643},
-                         {"eos_token_id", qwen3 ? 151645 : 151643},
-                         {"xinfer_generated", {{"preset", p.name}, {"seed", o.seed},
-                                               {"weights", "random"}}}};
+  ordered_json config = {
+      {"architectures", {p.architecture}},
+      {"model_type", p.model_type},
+      {"vocab_size", p.vocab},
+      {"hidden_size", p.hidden},
+      {"intermediate_size", p.intermediate},
+      {"num_hidden_layers", p.layers},
+      {"num_attention_heads", p.heads},
+      {"num_key_value_heads", p.kv_heads},
+      {"head_dim", p.head_dim},
+      {"hidden_act", "silu"},
+      {"max_position_embeddings", p.max_pos},
+      {"rms_norm_eps", 1e-6},
+      {"rope_theta", p.rope_theta},
+      {"tie_word_embeddings", p.tied},
+      {"torch_dtype", torch_dtype},
+      {"bos_token_id", 151643},
+      {"eos_token_id", qwen3 ? 151645 : 151643},
+      {"xinfer_generated", {{"preset", p.name}, {"seed", o.seed}, {"weights", "random"}}}};
   if (std::string(p.name) == "demo") config["xinfer_demo_model"] = true;
   std::ofstream(fs::path(o.out) / "config.json") << config.dump(2) << "\n";
   auto tensors = Tensors(p, dt);
@@ -172,12 +172,10 @@ int RunMakeModel(const MakeModelOptions& o) {
   fmt::print(stderr, "make-model: {} ({} layers), {} parameters ({:.2f} GB as {}) -> {}\n", p.name,
              p.layers, params, params * DTypeSize(dt) / 1e9, o.dtype, o.out);
   const uint64_t seed = o.seed;
-  Status s = WriteSafetensors(
-      o.out, tensors,
-      [seed](const TensorSpec& t, int64_t first, int64_t count, uint8_t* out) {
-        Fill(t, first, count, out, seed);
-      },
-      o.shard_bytes, {{"format", "pt"}});
+  Status s = WriteSafetensors(o.out, tensors,
+                              [seed](const TensorSpec& t, int64_t first, int64_t count,
+                                     uint8_t* out) { Fill(t, first, count, out, seed); },
+                              o.shard_bytes, {{"format", "pt"}});
   if (!s.ok()) return ReportError(s);
   return 0;
 }

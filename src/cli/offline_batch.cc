@@ -25,14 +25,15 @@ void PrintProgress(size_t done, size_t total, int64_t tokens, double seconds, bo
   const int width = 30;
   const int filled = total ? static_cast<int>(width * done / total) : width;
   fmt::print(stderr, "\r[{}{}] {}/{} requests, {:.1f} tok/s{}", std::string(filled, '='),
-             std::string(width - filled, ' '), done, total,
-             seconds > 0 ? tokens / seconds : 0.0, final ? "\n" : "");
+             std::string(width - filled, ' '), done, total, seconds > 0 ? tokens / seconds : 0.0,
+             final ? "\n" : "");
   std::fflush(stderr);
 }
 
 }  // namespace
 
-StatusOr<std::vector<int32_t>> BuildPromptIds(const json& request, LLMEngine& engine,
+StatusOr<std::vector<int32_t>> BuildPromptIds(const nlohmann::ordered_json& request,
+                                              LLMEngine& engine,
                                               const std::string& chat_template_arg) {
   XI_ASSIGN_OR_RETURN(auto builder, PromptBuilder::Create(engine.config().model, engine.tokenizer(),
                                                           chat_template_arg));
@@ -43,8 +44,8 @@ int RunOfflineBatch(const std::string& input_path, const std::string& output_pat
                     LLMEngine& engine, const std::string& chat_template_arg) {
   std::ifstream in(input_path);
   if (!in) return ReportError(NotFound("cannot read --input {}", input_path));
-  auto builder = PromptBuilder::Create(engine.config().model, engine.tokenizer(),
-                                       chat_template_arg);
+  auto builder =
+      PromptBuilder::Create(engine.config().model, engine.tokenizer(), chat_template_arg);
   if (!builder.ok()) return ReportError(builder.status());
 
   // Parse and validate everything first: a bad line changes nothing.
@@ -52,16 +53,17 @@ int RunOfflineBatch(const std::string& input_path, const std::string& output_pat
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json body = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    nlohmann::ordered_json body =
+        nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
     auto fail = [&](const Status& s) {
       return ReportError(s.WithContext(fmt::format("{} line {}", input_path, line_no)));
     };
     if (body.is_discarded()) return fail(InvalidArgument("not valid JSON"));
     auto prompt = (*builder)->Build(body);
     if (!prompt.ok()) return fail(prompt.status());
-    auto params = ParseSamplingParams(body, engine.default_sampling_params(),
-                                      engine.config().max_model_len,
-                                      static_cast<int>(prompt->size()));
+    auto params =
+        ParseSamplingParams(body, engine.default_sampling_params(), engine.config().max_model_len,
+                            static_cast<int>(prompt->size()));
     if (!params.ok()) return fail(params.status());
     if (Status s = params->Validate(engine.model_config().vocab_size); !s.ok()) return fail(s);
     requests.emplace_back(std::move(*prompt), std::move(*params));

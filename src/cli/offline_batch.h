@@ -1,10 +1,9 @@
 // Offline batch mode of `xinfer generate`: JSONL in, JSONL out in input order, progress on stderr.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/llm_engine.h"
 
@@ -16,7 +15,8 @@ int RunOfflineBatch(const std::string& input_path, const std::string& output_pat
                     LLMEngine& engine, const std::string& chat_template_arg);
 
 // The prompt ids of one request object (prompt / prompt_ids / messages).
-StatusOr<std::vector<int32_t>> BuildPromptIds(const nlohmann::json& request, LLMEngine& engine,
+StatusOr<std::vector<int32_t>> BuildPromptIds(const nlohmann::ordered_json& request,
+                                              LLMEngine& engine,
                                               const std::string& chat_template_arg);
 
 }  // namespace xinfer

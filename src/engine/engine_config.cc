@@ -17,7 +17,8 @@ Status EngineConfig::Validate() const {
                            gpu_memory_utilization);
   if (cpu_memory_budget < 0)
     return InvalidArgument("cpu_memory_budget must be >= 0, got {}", cpu_memory_budget);
-  if (max_model_len < 0) return InvalidArgument("max_model_len must be >= 0, got {}", max_model_len);
+  if (max_model_len < 0)
+    return InvalidArgument("max_model_len must be >= 0, got {}", max_model_len);
   if (max_num_seqs < 1) return InvalidArgument("max_num_seqs must be >= 1, got {}", max_num_seqs);
   if (max_num_batched_tokens < 0)
     return InvalidArgument("max_num_batched_tokens must be >= 0, got {}", max_num_batched_tokens);

@@ -21,13 +21,13 @@ struct EngineConfig {
   double gpu_memory_utilization = 0.9;
   int64_t cpu_memory_budget = 0;
 
-  int max_model_len = 0;           // 0: the model's max_position_embeddings
+  int max_model_len = 0;  // 0: the model's max_position_embeddings
   int max_num_seqs = 256;
   int max_num_batched_tokens = 0;  // 0: 2048 with chunked prefill, else max_model_len
   bool enable_chunked_prefill = true;
   bool enable_prefix_caching = true;
   std::string scheduling_policy = "fcfs";  // or "priority"
-  int threads = 0;                          // CPU worker threads; 0: all cores
+  int threads = 0;                         // CPU worker threads; 0: all cores
 
   Status Validate() const;
   std::string ToString() const;

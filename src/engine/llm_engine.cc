@@ -97,8 +97,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   sc.enable_prefix_caching = c.enable_prefix_caching;
   XI_ASSIGN_OR_RETURN(sc.policy, ParseSchedulingPolicy(c.scheduling_policy));
   XI_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(sc));
-  engine->runner_ = std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks,
-                                                  c.block_size);
+  engine->runner_ =
+      std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks, c.block_size);
 
   std::set<int32_t> eos(mc.eos_token_ids.begin(), mc.eos_token_ids.end());
   eos.insert(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
@@ -115,8 +115,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_LOG_INFO("engine config: {}", c.ToString());
   XI_LOG_INFO("model {} ({}): {} parameters, {:.1f} MiB of weights", c.model, mc.architecture,
               engine->model_->num_parameters(), engine->model_->weight_bytes() / 1048576.0);
-  XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB)", num_blocks,
-              c.block_size, static_cast<int64_t>(num_blocks) * c.block_size, kv_gib);
+  XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB)", num_blocks, c.block_size,
+              static_cast<int64_t>(num_blocks) * c.block_size, kv_gib);
   XI_LOG_INFO("Maximum concurrency for {} tokens per request: {:.2f}x", c.max_model_len,
               static_cast<double>(num_blocks) * c.block_size / c.max_model_len);
   return engine;

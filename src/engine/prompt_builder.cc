@@ -2,7 +2,7 @@
 
 namespace xinfer {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 StatusOr<std::unique_ptr<PromptBuilder>> PromptBuilder::Create(
     const std::string& model_dir, const Tokenizer& tokenizer,
@@ -26,8 +26,7 @@ StatusOr<std::unique_ptr<PromptBuilder>> PromptBuilder::Create(
 }
 
 StatusOr<std::string> PromptBuilder::RenderChat(const json& body) const {
-  if (!template_)
-    return InvalidArgument("the model has no chat template; pass --chat-template");
+  if (!template_) return InvalidArgument("the model has no chat template; pass --chat-template");
   const json& messages = body["messages"];
   if (!messages.is_array() || messages.empty())
     return InvalidArgument("messages must be a non-empty list");
@@ -38,15 +37,15 @@ StatusOr<std::string> PromptBuilder::RenderChat(const json& body) const {
   json kwargs = body.value("chat_template_kwargs", json::object());
   if (!kwargs.is_object()) return InvalidArgument("chat_template_kwargs must be an object");
   bool add_generation_prompt = body.value("add_generation_prompt", true);
-  json context = MakeChatContext(messages, tools, add_generation_prompt, bos_token_, eos_token_,
-                                 kwargs);
+  json context =
+      MakeChatContext(messages, tools, add_generation_prompt, bos_token_, eos_token_, kwargs);
   return template_->Render(context);
 }
 
 StatusOr<std::vector<int32_t>> PromptBuilder::Build(const json& body) const {
   if (!body.is_object()) return InvalidArgument("request must be a JSON object");
-  const int given = body.contains("prompt") + body.contains("prompt_ids") +
-                    body.contains("messages");
+  const int given =
+      body.contains("prompt") + body.contains("prompt_ids") + body.contains("messages");
   if (given != 1) return InvalidArgument("give exactly one of prompt, prompt_ids or messages");
   if (body.contains("prompt_ids")) {
     const json& ids = body["prompt_ids"];

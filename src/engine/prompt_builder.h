@@ -6,11 +6,10 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -25,9 +24,10 @@ class PromptBuilder {
                                                          const std::string& chat_template_arg);
 
   // Exactly one of body["prompt"], body["prompt_ids"], body["messages"] must be present.
-  StatusOr<std::vector<int32_t>> Build(const nlohmann::json& body) const;
+  // Chat bodies are ordered_json so tool schemas keep their key order (as Jinja2/HF print them).
+  StatusOr<std::vector<int32_t>> Build(const nlohmann::ordered_json& body) const;
   // Renders chat messages to the prompt text (no tokenization).
-  StatusOr<std::string> RenderChat(const nlohmann::json& body) const;
+  StatusOr<std::string> RenderChat(const nlohmann::ordered_json& body) const;
 
  private:
   PromptBuilder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}

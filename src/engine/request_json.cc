@@ -6,7 +6,7 @@
 namespace xinfer {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 Status Number(const json& b, const char* key, float* out) {
   if (!b.contains(key) || b[key].is_null()) return Status::Ok();

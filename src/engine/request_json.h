@@ -15,7 +15,7 @@ namespace xinfer {
 // When max_tokens is absent it becomes the room left in the context (max_model_len - prompt_len),
 // as in vLLM. Wrong types are InvalidArgument naming the field; ranges are checked by the caller
 // via SamplingParams::Validate.
-StatusOr<SamplingParams> ParseSamplingParams(const nlohmann::json& body,
+StatusOr<SamplingParams> ParseSamplingParams(const nlohmann::ordered_json& body,
                                              const SamplingParams& defaults, int max_model_len,
                                              int prompt_len);
 

@@ -1,8 +1,11 @@
 // Architecture registry: the one place that maps config.json's `architectures` to code.
+#include <filesystem>
 #include <map>
 
 #include "model/arch/arch.h"
+#include "model/awq.h"
 #include "model/causal_lm.h"
+#include "model/gguf_model.h"
 
 namespace xinfer {
 namespace {
@@ -27,6 +30,10 @@ std::vector<std::string> SupportedArchitectures() {
 }
 
 StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend) {
+  // A llama.cpp GGUF file instead of a Hugging Face folder.
+  if (model_dir.size() > 5 && model_dir.ends_with(".gguf") &&
+      !std::filesystem::is_directory(model_dir))
+    return LoadGgufCausalLM(model_dir, backend);
   XI_ASSIGN_OR_RETURN(ModelConfig config, LoadHfConfig(model_dir));
   auto it = Registry().find(config.architecture);
   if (it == Registry().end()) {
@@ -35,9 +42,10 @@ StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, B
     return Unimplemented("{}: unsupported architecture '{}' (supported: {})", model_dir,
                          config.architecture, supported);
   }
-  if (!config.quantization.method.empty())
-    return Unimplemented("{}: quantization '{}' is not supported yet", model_dir,
-                         config.quantization.method);
+  if (!config.quantization.method.empty()) {
+    Status q = CheckAwqConfig(config.quantization, model_dir);
+    if (!q.ok()) return q.WithContext(model_dir + "/config.json");
+  }
   XI_ASSIGN_OR_RETURN(DecoderSpec spec, it->second(config));
   XI_ASSIGN_OR_RETURN(auto store, WeightStore::OpenDir(model_dir));
   auto model = CreateDecoderLM(std::move(config), spec, std::move(store), backend);

@@ -1,4 +1,4 @@
-// CPU backend: aligned host buffers and the portable kernels in cpu_ops.cc.
+// CPU backend: aligned host buffers and the ISA-dispatched kernels of FastCpuOps.
 #include <omp.h>
 #include <sys/mman.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/fast_cpu_ops.h"
 
 namespace xinfer {
 namespace {
@@ -61,7 +61,7 @@ class CpuBackend : public Backend {
   Ops& ops() override { return ops_; }
 
  private:
-  CpuOps ops_;
+  FastCpuOps ops_;
 };
 
 }  // namespace

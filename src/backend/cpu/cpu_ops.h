@@ -9,6 +9,9 @@ namespace xinfer {
 
 class CpuOps : public Ops {
  public:
+  // Keep the Weight overloads (quantized weights) visible beside the overrides below.
+  using Ops::Embedding;
+  using Ops::Linear;
   void Embedding(const Tensor& table, std::span<const int32_t> ids, Tensor& out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;

@@ -1,12 +1,13 @@
 // Checks each reference CPU op (CpuOps, what the optimized kernels are tested against) against a
 // direct double-precision evaluation of its definition.
+#include "backend/cpu/cpu_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_ops.h"
 
 namespace xinfer {
 namespace {
@@ -108,7 +109,8 @@ TEST_F(CpuOpsTest, PagedGqaAttentionMatchesDense) {
     dense_k[s] = Random(DType::kF32, {ctx[s], hkv, d});
     dense_v[s] = Random(DType::kF32, {ctx[s], hkv, d});
     std::vector<int32_t> slots;
-    for (int p = 0; p < ctx[s]; ++p) slots.push_back(tables[s * max_blocks + p / block] * block + p % block);
+    for (int p = 0; p < ctx[s]; ++p)
+      slots.push_back(tables[s * max_blocks + p / block] * block + p % block);
     ops_.WriteKvSlots(dense_k[s], dense_v[s], slots, kc, vc);
   }
   Tensor q = Random(DType::kF32, {3, hq, d});

@@ -1,5 +1,6 @@
 #include "model/layers/decoder.h"
 
+#include <algorithm>
 
 namespace xinfer {
 namespace {
@@ -8,18 +9,15 @@ const Tensor* OrNull(const Tensor& t) { return t.empty() ? nullptr : &t; }
 
 class DecoderLM : public CausalLM {
  public:
-  DecoderLM(ModelConfig config, DecoderSpec spec, std::unique_ptr<WeightStore> store,
-            DecoderWeights weights, Backend& backend)
+  // The weights' Tensors keep their memory (mapped files or repacked copies) alive.
+  DecoderLM(ModelConfig config, DecoderSpec spec, DecoderWeights weights, Backend& backend)
       : config_(std::move(config)),
         spec_(spec),
-        store_(std::move(store)),
         w_(std::move(weights)),
-        backend_(backend) {
-    for (const auto& name : store_->Names()) {
-      const TensorInfo* info = store_->Find(name);
-      weight_bytes_ += info->size;
-      num_parameters_ += NumElements(info->shape);
-    }
+        backend_(backend),
+        weight_bytes_(DecoderWeightBytes(w_)),
+        num_parameters_(DecoderParameterCount(w_)) {
+    EnsureArena(kInitialArenaTokens);
   }
 
   const ModelConfig& config() const override { return config_; }
@@ -37,10 +35,10 @@ class DecoderLM : public CausalLM {
     cache.block_size = block_size;
     const int64_t slots = cache.num_slots();
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
-      cache.k.push_back(backend_.NewTensor(
-          DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
-      cache.v.push_back(backend_.NewTensor(
-          DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
+      cache.k.push_back(
+          backend_.NewTensor(DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
+      cache.v.push_back(
+          backend_.NewTensor(DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
     }
     return cache;
   }
@@ -49,18 +47,16 @@ class DecoderLM : public CausalLM {
     XI_RETURN_IF_ERROR(Validate(batch, cache, logits));
     const int64_t t = static_cast<int64_t>(batch.token_ids.size());
     Ops& ops = backend_.ops();
-    const int64_t h = config_.hidden_size, d = config_.head_dim;
-    const int64_t hq = config_.num_attention_heads, hkv = config_.num_key_value_heads;
-
-    Tensor x = backend_.NewTensor(DType::kF32, {t, h});
-    Tensor normed = backend_.NewTensor(DType::kF32, {t, h});
-    Tensor q = backend_.NewTensor(DType::kF32, {t, hq, d});
-    Tensor k = backend_.NewTensor(DType::kF32, {t, hkv, d});
-    Tensor v = backend_.NewTensor(DType::kF32, {t, hkv, d});
-    Tensor attn = backend_.NewTensor(DType::kF32, {t, hq, d});
-    Tensor proj = backend_.NewTensor(DType::kF32, {t, h});
-    Tensor gate = backend_.NewTensor(DType::kF32, {t, config_.intermediate_size});
-    Tensor up = backend_.NewTensor(DType::kF32, {t, config_.intermediate_size});
+    EnsureArena(t);
+    Tensor x = arena_.x.Slice0(0, t);
+    Tensor normed = arena_.normed.Slice0(0, t);
+    Tensor q = arena_.q.Slice0(0, t);
+    Tensor k = arena_.k.Slice0(0, t);
+    Tensor v = arena_.v.Slice0(0, t);
+    Tensor attn = arena_.attn.Slice0(0, t);
+    Tensor proj = arena_.proj.Slice0(0, t);
+    Tensor gate = arena_.gate.Slice0(0, t);
+    Tensor up = arena_.up.Slice0(0, t);
     const float eps = static_cast<float>(config_.rms_norm_eps);
     const Ops::PagedAttentionBatch paged{batch.query_start, batch.positions, batch.block_tables,
                                          batch.max_blocks_per_seq, cache.block_size};
@@ -92,7 +88,7 @@ class DecoderLM : public CausalLM {
     // Only the rows that will be sampled go through the final norm and the lm_head.
     const int64_t n_out = static_cast<int64_t>(batch.logits_rows.size());
     if (n_out == 0) return Status::Ok();
-    Tensor picked = backend_.NewTensor(DType::kF32, {n_out, h});
+    Tensor picked = arena_.picked.Slice0(0, n_out);
     for (int64_t i = 0; i < n_out; ++i)
       ops.CopyRows(x.Slice0(batch.logits_rows[i], batch.logits_rows[i] + 1), picked, i);
     Tensor picked_normed = normed.Slice0(0, n_out);
@@ -102,6 +98,35 @@ class DecoderLM : public CausalLM {
   }
 
  private:
+  // Activations of one step, sized for `capacity` tokens. Allocated when the model is built and
+  // regrown only when a step has more tokens than any before (the first long prefill), so the
+  // steady state allocates no activation memory: Forward only takes views of these.
+  struct Arena {
+    int64_t capacity = 0;
+    Tensor x, normed, q, k, v, attn, proj, gate, up, picked;
+  };
+  static constexpr int64_t kInitialArenaTokens = 256;
+
+  void EnsureArena(int64_t tokens) {
+    if (tokens <= arena_.capacity) return;
+    const int64_t cap =
+        std::max<int64_t>({tokens, kInitialArenaTokens, (tokens + 255) / 256 * 256});
+    const int64_t h = config_.hidden_size, d = config_.head_dim;
+    const int64_t hq = config_.num_attention_heads, hkv = config_.num_key_value_heads;
+    arena_ = Arena{};  // free the old buffers before allocating the larger ones
+    arena_.capacity = cap;
+    arena_.x = backend_.NewTensor(DType::kF32, {cap, h});
+    arena_.normed = backend_.NewTensor(DType::kF32, {cap, h});
+    arena_.q = backend_.NewTensor(DType::kF32, {cap, hq, d});
+    arena_.k = backend_.NewTensor(DType::kF32, {cap, hkv, d});
+    arena_.v = backend_.NewTensor(DType::kF32, {cap, hkv, d});
+    arena_.attn = backend_.NewTensor(DType::kF32, {cap, hq, d});
+    arena_.proj = backend_.NewTensor(DType::kF32, {cap, h});
+    arena_.gate = backend_.NewTensor(DType::kF32, {cap, config_.intermediate_size});
+    arena_.up = backend_.NewTensor(DType::kF32, {cap, config_.intermediate_size});
+    arena_.picked = backend_.NewTensor(DType::kF32, {cap, h});
+  }
+
   // Everything in a batch comes from the runner; ids come from clients, so they are checked.
   Status Validate(const ForwardBatch& b, const PagedKvCache& cache, const Tensor& logits) const {
     const size_t t = b.token_ids.size();
@@ -138,11 +163,11 @@ class DecoderLM : public CausalLM {
 
   ModelConfig config_;
   DecoderSpec spec_;
-  std::unique_ptr<WeightStore> store_;
   DecoderWeights w_;
   Backend& backend_;
   size_t weight_bytes_ = 0;
   int64_t num_parameters_ = 0;
+  Arena arena_;
 };
 
 }  // namespace
@@ -151,8 +176,12 @@ StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderS
                                                     std::unique_ptr<WeightStore> store,
                                                     Backend& backend) {
   XI_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(*store, config, spec));
-  return std::unique_ptr<CausalLM>(
-      new DecoderLM(std::move(config), spec, std::move(store), std::move(weights), backend));
+  return CreateDecoderLM(std::move(config), spec, std::move(weights), backend);
+}
+
+std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
+                                          DecoderWeights weights, Backend& backend) {
+  return std::make_unique<DecoderLM>(std::move(config), spec, std::move(weights), backend);
 }
 
 }  // namespace xinfer

@@ -20,28 +20,38 @@ struct DecoderSpec {
   bool qk_norm = false;   // Qwen3: RMSNorm over each head of q and k before RoPE
 };
 
+// Projections and the embedding table are Weights: dense or quantized (tensor/quant.h).
 struct DecoderLayerWeights {
   Tensor input_norm, post_attention_norm;
-  Tensor q_proj, k_proj, v_proj, o_proj;
+  Weight q_proj, k_proj, v_proj, o_proj;
   Tensor q_bias, k_bias, v_bias, o_bias;  // empty when absent
   Tensor q_norm, k_norm;                  // empty when absent
-  Tensor gate_proj, up_proj, down_proj;
+  Weight gate_proj, up_proj, down_proj;
 };
 
 struct DecoderWeights {
-  Tensor embed_tokens;
+  Weight embed_tokens;
   std::vector<DecoderLayerWeights> layers;
   Tensor final_norm;
-  Tensor lm_head;  // aliases embed_tokens when tied
+  Weight lm_head;  // shares embed_tokens' storage when tied
 };
 
+// Bytes the weights occupy as stored (a tied lm_head counted once) and their logical parameter
+// count (a quantized [N, K] matrix counts N * K).
+size_t DecoderWeightBytes(const DecoderWeights& w);
+int64_t DecoderParameterCount(const DecoderWeights& w);
+
 // Loads the weights that `spec` says the architecture has, with HF names
-// (model.layers.N.self_attn.q_proj.weight, ...) and shapes checked against `config`.
+// (model.layers.N.self_attn.q_proj.weight, ...) and shapes checked against `config`. With an AWQ
+// `config.quantization`, the projections are read from qweight/qzeros/scales (model/awq.h).
 StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const ModelConfig& config,
                                             const DecoderSpec& spec);
 
 StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
                                                     std::unique_ptr<WeightStore> store,
                                                     Backend& backend);
+// Same, from weights already loaded (GGUF files); the weights keep their storage alive.
+std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
+                                          DecoderWeights weights, Backend& backend);
 
 }  // namespace xinfer

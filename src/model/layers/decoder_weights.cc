@@ -1,5 +1,6 @@
 #include <fmt/core.h>
 
+#include "model/awq.h"
 #include "model/layers/decoder.h"
 
 namespace xinfer {
@@ -17,25 +18,83 @@ Status Load(const WeightStore& store, const std::string& name, const Shape& shap
   return CheckFloatDType(name, *out);
 }
 
+// A projection "<prefix>.weight" [rows, cols]: dense, or AWQ's qweight/qzeros/scales when the
+// checkpoint is AWQ-quantized (group_size > 0).
+Status LoadProj(const WeightStore& store, const std::string& prefix, const Shape& shape,
+                int awq_group_size, Weight* out) {
+  if (awq_group_size > 0) {
+    XI_ASSIGN_OR_RETURN(QuantTensor q,
+                        LoadAwqLinear(store, prefix, shape[0], shape[1], awq_group_size));
+    *out = Weight(std::move(q));
+    return Status::Ok();
+  }
+  Tensor t;
+  XI_RETURN_IF_ERROR(Load(store, prefix + ".weight", shape, &t));
+  *out = Weight(std::move(t));
+  return Status::Ok();
+}
+
+Status LoadDense(const WeightStore& store, const std::string& name, const Shape& shape,
+                 Weight* out) {
+  Tensor t;
+  XI_RETURN_IF_ERROR(Load(store, name, shape, &t));
+  *out = Weight(std::move(t));
+  return Status::Ok();
+}
+
+size_t TensorBytes(const Tensor& t) { return t.empty() ? 0 : t.size_bytes(); }
+int64_t TensorParams(const Tensor& t) { return t.empty() ? 0 : t.numel(); }
+
 }  // namespace
+
+size_t DecoderWeightBytes(const DecoderWeights& w) {
+  size_t bytes = w.embed_tokens.size_bytes() + TensorBytes(w.final_norm);
+  if (!w.lm_head.SameStorage(w.embed_tokens)) bytes += w.lm_head.size_bytes();
+  for (const auto& l : w.layers) {
+    for (const Weight* p :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      bytes += p->size_bytes();
+    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
+                            &l.o_bias, &l.q_norm, &l.k_norm})
+      bytes += TensorBytes(*t);
+  }
+  return bytes;
+}
+
+int64_t DecoderParameterCount(const DecoderWeights& w) {
+  auto weight_params = [](const Weight& p) { return p.empty() ? 0 : p.rows() * p.cols(); };
+  int64_t n = weight_params(w.embed_tokens) + TensorParams(w.final_norm);
+  if (!w.lm_head.SameStorage(w.embed_tokens)) n += weight_params(w.lm_head);
+  for (const auto& l : w.layers) {
+    for (const Weight* p :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      n += weight_params(*p);
+    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
+                            &l.o_bias, &l.q_norm, &l.k_norm})
+      n += TensorParams(*t);
+  }
+  return n;
+}
 
 StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const ModelConfig& c,
                                             const DecoderSpec& spec) {
   const int64_t h = c.hidden_size, d = c.head_dim, i_size = c.intermediate_size;
   const int64_t q_out = static_cast<int64_t>(c.num_attention_heads) * d;
   const int64_t kv_out = static_cast<int64_t>(c.num_key_value_heads) * d;
+  // AWQ quantizes the seven projections; embeddings, norms, biases and lm_head stay dense.
+  const int awq = c.quantization.method == "awq" ? c.quantization.group_size : 0;
   DecoderWeights w;
   // Tied checkpoints saved by transformers keep only one copy of the shared tensor, under either
   // name (the other is recorded in the safetensors metadata).
   const char* embed_name = "model.embed_tokens.weight";
   if (c.tie_word_embeddings && !store.Has(embed_name) && store.Has("lm_head.weight"))
     embed_name = "lm_head.weight";
-  XI_RETURN_IF_ERROR(Load(store, embed_name, {c.vocab_size, h}, &w.embed_tokens));
+  XI_RETURN_IF_ERROR(LoadDense(store, embed_name, {c.vocab_size, h}, &w.embed_tokens));
   XI_RETURN_IF_ERROR(Load(store, "model.norm.weight", {h}, &w.final_norm));
   if (c.tie_word_embeddings) {
     w.lm_head = w.embed_tokens;
   } else {
-    XI_RETURN_IF_ERROR(Load(store, "lm_head.weight", {c.vocab_size, h}, &w.lm_head));
+    XI_RETURN_IF_ERROR(LoadDense(store, "lm_head.weight", {c.vocab_size, h}, &w.lm_head));
   }
   w.layers.resize(c.num_hidden_layers);
   for (int l = 0; l < c.num_hidden_layers; ++l) {
@@ -44,24 +103,23 @@ StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const Mode
     XI_RETURN_IF_ERROR(Load(store, p + "input_layernorm.weight", {h}, &lw.input_norm));
     XI_RETURN_IF_ERROR(
         Load(store, p + "post_attention_layernorm.weight", {h}, &lw.post_attention_norm));
-    XI_RETURN_IF_ERROR(Load(store, p + "self_attn.q_proj.weight", {q_out, h}, &lw.q_proj));
-    XI_RETURN_IF_ERROR(Load(store, p + "self_attn.k_proj.weight", {kv_out, h}, &lw.k_proj));
-    XI_RETURN_IF_ERROR(Load(store, p + "self_attn.v_proj.weight", {kv_out, h}, &lw.v_proj));
-    XI_RETURN_IF_ERROR(Load(store, p + "self_attn.o_proj.weight", {h, q_out}, &lw.o_proj));
+    XI_RETURN_IF_ERROR(LoadProj(store, p + "self_attn.q_proj", {q_out, h}, awq, &lw.q_proj));
+    XI_RETURN_IF_ERROR(LoadProj(store, p + "self_attn.k_proj", {kv_out, h}, awq, &lw.k_proj));
+    XI_RETURN_IF_ERROR(LoadProj(store, p + "self_attn.v_proj", {kv_out, h}, awq, &lw.v_proj));
+    XI_RETURN_IF_ERROR(LoadProj(store, p + "self_attn.o_proj", {h, q_out}, awq, &lw.o_proj));
     if (spec.qkv_bias) {
       XI_RETURN_IF_ERROR(Load(store, p + "self_attn.q_proj.bias", {q_out}, &lw.q_bias));
       XI_RETURN_IF_ERROR(Load(store, p + "self_attn.k_proj.bias", {kv_out}, &lw.k_bias));
       XI_RETURN_IF_ERROR(Load(store, p + "self_attn.v_proj.bias", {kv_out}, &lw.v_bias));
     }
-    if (spec.o_bias)
-      XI_RETURN_IF_ERROR(Load(store, p + "self_attn.o_proj.bias", {h}, &lw.o_bias));
+    if (spec.o_bias) XI_RETURN_IF_ERROR(Load(store, p + "self_attn.o_proj.bias", {h}, &lw.o_bias));
     if (spec.qk_norm) {
       XI_RETURN_IF_ERROR(Load(store, p + "self_attn.q_norm.weight", {d}, &lw.q_norm));
       XI_RETURN_IF_ERROR(Load(store, p + "self_attn.k_norm.weight", {d}, &lw.k_norm));
     }
-    XI_RETURN_IF_ERROR(Load(store, p + "mlp.gate_proj.weight", {i_size, h}, &lw.gate_proj));
-    XI_RETURN_IF_ERROR(Load(store, p + "mlp.up_proj.weight", {i_size, h}, &lw.up_proj));
-    XI_RETURN_IF_ERROR(Load(store, p + "mlp.down_proj.weight", {h, i_size}, &lw.down_proj));
+    XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.gate_proj", {i_size, h}, awq, &lw.gate_proj));
+    XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.up_proj", {i_size, h}, awq, &lw.up_proj));
+    XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.down_proj", {h, i_size}, awq, &lw.down_proj));
   }
   return w;
 }

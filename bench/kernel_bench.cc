@@ -1,0 +1,114 @@
+// Microbenchmarks of the CPU kernels on Qwen2.5-0.5B shapes (hidden 896, MLP 4864, vocab
+// 151936, 14/2 heads of 64). Counters: bytes/s of weights streamed (decode is bandwidth-bound)
+// and FLOP/s (prefill and batched decode are compute-bound).
+//   build-perf/bin/kernel_bench --benchmark_filter=Linear --benchmark_repetitions=5
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <random>
+
+#include "backend/backend.h"
+#include "backend/cpu/fast_cpu_ops.h"
+
+namespace xinfer {
+namespace {
+
+Backend& TheBackend() {
+  static std::unique_ptr<Backend> backend = CreateCpuBackend();
+  return *backend;
+}
+
+Tensor Random(DType dtype, Shape shape) {
+  Tensor t = TheBackend().NewTensor(dtype, shape);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = dist(rng);
+    if (dtype == DType::kF32) t.data<float>()[i] = v;
+    if (dtype == DType::kBF16) t.data<uint16_t>()[i] = F32ToBf16(v);
+    if (dtype == DType::kF16) t.data<uint16_t>()[i] = F32ToF16(v);
+  }
+  return t;
+}
+
+// Args: T, N, K, dtype (0 F32, 1 BF16, 2 F16), reference (1: portable CpuOps).
+void BM_Linear(benchmark::State& state) {
+  const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
+  const DType dt = state.range(3) == 0   ? DType::kF32
+                   : state.range(3) == 1 ? DType::kBF16
+                                         : DType::kF16;
+  FastCpuOps fast;
+  CpuOps ref;
+  Ops& ops = state.range(4) ? static_cast<Ops&>(ref) : fast;
+  Tensor x = Random(DType::kF32, {t, k});
+  Tensor w = Random(dt, {n, k});
+  Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
+  for (auto _ : state) {
+    ops.Linear(x, w, nullptr, y);
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w.size_bytes()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void LinearArgs(benchmark::internal::Benchmark* b) {
+  for (int dt : {1, 0}) {
+    for (int t : {1, 16, 64, 512}) {
+      b->Args({t, 4864, 896, dt, 0});  // gate/up
+      b->Args({t, 896, 4864, dt, 0});  // down
+      b->Args({t, 128, 896, dt, 0});   // k/v
+    }
+    b->Args({1, 151936, 896, dt, 0});  // lm_head, one sampled row
+    b->Args({16, 151936, 896, dt, 0});
+  }
+  b->Args({1, 4864, 896, 2, 0});
+  b->Args({1, 4864, 896, 1, 1});  // the portable reference, for scale
+  b->Args({64, 4864, 896, 1, 1});
+}
+BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"T", "N", "K", "dtype", "ref"})->UseRealTime();
+
+// Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.
+void BM_PagedAttention(benchmark::State& state) {
+  const int64_t t = state.range(0), ctx = state.range(1);
+  const int hq = 14, hkv = 2, d = 64, block = 16;
+  const int64_t blocks_per_seq = (ctx + block - 1) / block;
+  Tensor kc = Random(DType::kF32, {t * blocks_per_seq * block, hkv, d});
+  Tensor vc = Random(DType::kF32, {t * blocks_per_seq * block, hkv, d});
+  std::vector<int32_t> qstart, pos, tables;
+  for (int64_t s = 0; s < t; ++s) {
+    qstart.push_back(static_cast<int32_t>(s));
+    pos.push_back(static_cast<int32_t>(ctx - 1));
+    for (int64_t j = 0; j < blocks_per_seq; ++j)
+      tables.push_back(static_cast<int32_t>(s * blocks_per_seq + j));
+  }
+  qstart.push_back(static_cast<int32_t>(t));
+  Tensor q = Random(DType::kF32, {t, hq, d});
+  Tensor o = TheBackend().NewTensor(DType::kF32, {t, hq, d});
+  FastCpuOps ops;
+  Ops::PagedAttentionBatch batch{qstart, pos, tables, static_cast<int32_t>(blocks_per_seq), block};
+  for (auto _ : state) ops.PagedAttention(q, kc, vc, batch, o);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(4.0 * t * hq * d * ctx, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PagedAttention)->Args({1, 512})->Args({16, 256})->Args({64, 256})->UseRealTime();
+
+void BM_Elementwise(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  Tensor g = Random(DType::kF32, {rows, 4864});
+  Tensor u = Random(DType::kF32, {rows, 4864});
+  Tensor x = Random(DType::kF32, {rows, 896});
+  Tensor w = Random(DType::kBF16, {896});
+  FastCpuOps ops;
+  for (auto _ : state) {
+    ops.SiluMul(g, u, g);
+    ops.RmsNorm(x, w, 1e-6f, x);
+  }
+}
+BENCHMARK(BM_Elementwise)->Arg(1)->Arg(512)->UseRealTime();
+
+}  // namespace
+}  // namespace xinfer
+
+BENCHMARK_MAIN();

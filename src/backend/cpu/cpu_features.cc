@@ -1,0 +1,51 @@
+// Run-time ISA detection and the process-wide choice of the BF16 Linear path.
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.h"
+
+namespace xinfer::cpu {
+
+const CpuFeatures& DetectCpuFeatures() {
+  static const CpuFeatures features = [] {
+    CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("fma");
+    f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+#endif
+    // XINFER_ISA=portable|avx512 caps the ISA (to test the fallbacks on a newer machine).
+    if (const char* cap = std::getenv("XINFER_ISA")) {
+      if (std::strcmp(cap, "portable") == 0) f = CpuFeatures{};
+      if (std::strcmp(cap, "avx512") == 0) f.avx512_bf16 = false;
+    }
+    return f;
+  }();
+  return features;
+}
+
+Bf16Path SelectedBf16Path() {
+  static const Bf16Path path = [] {
+    const CpuFeatures& f = DetectCpuFeatures();
+    // Opt-in only: rounding activations to BF16 moves the shared tiny models' logits by up to
+    // 0.024, over the golden tests' 2e-2 tolerance (docs/performance.md).
+    const char* env = std::getenv("XINFER_BF16_DOT");
+    const bool want_dot = env != nullptr && std::strcmp(env, "1") == 0;
+    if (f.avx512_bf16 && want_dot) return Bf16Path::kBf16Dot;
+    if (f.avx512) return Bf16Path::kWidenF32;
+    return Bf16Path::kReference;
+  }();
+  return path;
+}
+
+const char* KernelIsaName() {
+  const CpuFeatures& f = DetectCpuFeatures();
+  if (f.avx512_bf16) return "avx512-bf16";
+  if (f.avx512) return "avx512";
+  return "portable";
+}
+
+}  // namespace xinfer::cpu

@@ -1,0 +1,83 @@
+// The ISA-specific CPU kernels behind FastCpuOps, and how one is chosen at run time.
+//
+// Each kernel computes an output element with one fixed sequence of operations that depends only
+// on the reduction length (K, head_dim, number of keys), never on the batch size, the row's place
+// in the batch or the thread count: this is what keeps greedy decoding batch-invariant. Threads
+// split rows or output columns, never a reduction.
+//
+// Kernels run single-threaded on the ranges they are given; FastCpuOps owns the threading.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace xinfer::cpu {
+
+struct CpuFeatures {
+  bool avx512 = false;       // AVX-512 F/BW/DQ/VL (+FMA, F16C)
+  bool avx512_bf16 = false;  // vdpbf16ps
+  bool avx2 = false;         // AVX2 + FMA + F16C
+};
+const CpuFeatures& DetectCpuFeatures();
+
+// Which Linear path BF16 weights take. kWidenF32 (the default) widens the weights to F32 in
+// registers and keeps F32 activations. kBf16Dot (XINFER_BF16_DOT=1, on CPUs with AVX512-BF16)
+// rounds each activation row to BF16 (RNE) and uses vdpbf16ps: twice the FP32 FMA peak, as
+// llama.cpp does, but it moves logits past the golden tests' tolerance. Chosen once per process,
+// so every batch size uses the same arithmetic.
+enum class Bf16Path { kReference, kWidenF32, kBf16Dot };
+Bf16Path SelectedBf16Path();
+const char* KernelIsaName();  // "avx512-bf16", "avx512", "avx2" or "portable"
+
+// Linear over rows [t0, t1) of x and output columns [n0, n1): out[t, n] = x[t, :] . w[n, :] +
+// bias[n]. x is F32 [T, ldx]; for the BF16-dot path `xb` is x rounded to BF16 with rows padded
+// with zeros to a multiple of 32 (ldxb elements per row). bias is F32 or null.
+struct LinearTask {
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  const uint16_t* xb = nullptr;
+  int64_t ldxb = 0;
+  // For the BF16-widen path: x with each 32-element chunk permuted to [16 even | 16 odd]
+  // elements, rows zero-padded to a multiple of 32 (ldxp floats per row); see PermuteEvenOdd.
+  const float* xp = nullptr;
+  int64_t ldxp = 0;
+  const void* w = nullptr;
+  DType wdtype = DType::kF32;
+  int64_t k = 0;
+  const float* bias = nullptr;
+  float* out = nullptr;
+  int64_t ldo = 0;
+};
+
+namespace avx512 {
+void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+void LinearBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+// BF16 weights widened to F32 without shuffles: a 64-byte load of 32 BF16 gives the even
+// elements as (v << 16) and the odd ones as (v & 0xffff0000), multiplied with x permuted to
+// match (task.xp). Lane l of the accumulator sums elements 32s+2l and 32s+2l+1, for every tile.
+void LinearBf16Widen(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+void PermuteEvenOdd(const float* x, int64_t rows, int64_t k, float* xp, int64_t ldxp);
+// Rounds rows of x [rows, k] to BF16 into xb [rows, ldxb], zero-padding each row's tail.
+void RoundRowsToBf16(const float* x, int64_t rows, int64_t k, uint16_t* xb, int64_t ldxb);
+void RmsNormRow(const float* x, const float* w, int64_t n, float eps, float* out);
+void SiluMul(const float* g, const float* u, int64_t n, float* out);
+void Add(const float* a, const float* b, int64_t n, float* out);
+// out[i] = exp(x[i]) (the vectorized exp used by softmax and SiLU; exposed for tests).
+void Exp(const float* x, int64_t n, float* out);
+// One query row of paged attention: key p's K row is k_base + row_off[p] (V likewise), keys in
+// position order, head_dim d a multiple of 16. scores: scratch of at least n_keys floats.
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out);
+}  // namespace avx512
+
+}  // namespace xinfer::cpu
+
+namespace xinfer::cpu::avx512 {
+// Machine-limit probes for `xinfer doctor --measure` (single-threaded; callers run one per core).
+// Sum of n floats read with full-width loads (memory read bandwidth).
+float ReadSum(const float* p, int64_t n);
+// `iters` rounds of 16 independent FMA (F32) / vdpbf16ps chains; returns a value to keep it live.
+float FmaLoop(int64_t iters);
+float Bf16DotLoop(int64_t iters);
+}  // namespace xinfer::cpu::avx512

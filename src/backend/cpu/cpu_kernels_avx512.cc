@@ -1,0 +1,545 @@
+// AVX-512 kernels (+ AVX512-BF16 for vdpbf16ps). Compiled for those ISAs with `#pragma GCC
+// target` on this file's functions only, so the rest of the binary stays baseline x86-64 and
+// FastCpuOps calls these only after DetectCpuFeatures() says the CPU has them. System headers
+// are included before the pragma so no inline library code is compiled for AVX-512.
+//
+// Batch invariance: every output element is reduced by the same instruction sequence whatever
+// tile (MR x NR) computes it: one 16-lane accumulator over K in steps of 16 (F32 FMA) or 32
+// (vdpbf16ps), the K tail by a masked load of zeros, then _mm512_reduce_add_ps and the bias.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.h"
+
+// GCC 12's AVX-512 headers build results from _mm256_undefined_*() (reductions, extracts), which
+// -Wuninitialized reports at every use; the lanes are never read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c,bmi2")
+
+namespace xinfer::cpu::avx512 {
+namespace {
+
+constexpr int kMr = 4;  // rows of x per tile
+constexpr int kNr = 6;  // weight rows per tile: 24 accumulators + 4 x + 1 w of 32 registers
+
+enum WType { kWF32 = 0, kWBf16 = 1, kWF16 = 2 };
+
+template <int WT>
+inline __m512 LoadW(const uint8_t* row, int64_t i) {
+  if constexpr (WT == kWF32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
+  } else if constexpr (WT == kWBf16) {
+    __m256i h = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row) + i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row) + i)));
+  }
+}
+
+template <int WT>
+inline __m512 LoadWMasked(const uint8_t* row, int64_t i, __mmask16 m) {
+  if constexpr (WT == kWF32) {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
+  } else if constexpr (WT == kWBf16) {
+    __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i));
+  }
+}
+
+inline __mmask16 TailMask16(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
+
+// One MR x NR tile with F32 accumulation: x rows are F32, weights widened in registers.
+template <int WT, int MR, int NR>
+void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, int64_t k,
+                const float* bias, float* out, int64_t ldo) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  int64_t kk = 0;
+  for (; kk + 16 <= k; kk += 16) {
+    __m512 xv[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * ldx + kk);
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      const __m512 wv = LoadW<WT>(w + j * wstride, kk);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
+    }
+  }
+  if (kk < k) {
+    const __mmask16 m = TailMask16(k - kk);
+    __m512 xv[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xv[i] = _mm512_maskz_loadu_ps(m, x + i * ldx + kk);
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      const __m512 wv = LoadWMasked<WT>(w + j * wstride, kk, m);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j)
+      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+}
+
+using TileFn = void (*)(const float*, int64_t, const uint8_t*, int64_t, int64_t, const float*,
+                        float*, int64_t);
+
+template <int WT, int MR>
+constexpr TileFn kRowF32[kNr] = {TileF32Acc<WT, MR, 1>, TileF32Acc<WT, MR, 2>,
+                                 TileF32Acc<WT, MR, 3>, TileF32Acc<WT, MR, 4>,
+                                 TileF32Acc<WT, MR, 5>, TileF32Acc<WT, MR, 6>};
+template <int WT>
+constexpr const TileFn* kTilesF32[kMr] = {kRowF32<WT, 1>, kRowF32<WT, 2>, kRowF32<WT, 3>,
+                                          kRowF32<WT, 4>};
+
+// Weight rows per cache block: the block is re-read by every MR-row tile of x, so it should stay
+// in L2 (1 MiB per Zen 4 core) next to the x tile.
+int64_t RowsPerBlock(int64_t row_bytes) {
+  int64_t rows = (384 << 10) / row_bytes / kNr * kNr;
+  return rows < kNr ? kNr : rows;
+}
+
+template <int WT>
+void LinearF32AccImpl(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  const int64_t esize = WT == kWF32 ? 4 : 2;
+  const int64_t wstride = t.k * esize;
+  const uint8_t* w = static_cast<const uint8_t*>(t.w);
+  const int64_t nb = RowsPerBlock(wstride);
+  for (int64_t bs = n0; bs < n1; bs += nb) {
+    const int64_t be = bs + nb < n1 ? bs + nb : n1;
+    for (int64_t r = t0; r < t1; r += kMr) {
+      const int64_t mr = t1 - r < kMr ? t1 - r : kMr;
+      for (int64_t n = bs; n < be; n += kNr) {
+        const int64_t nr = be - n < kNr ? be - n : kNr;
+        kTilesF32<WT>[mr - 1][nr - 1](t.x + r * t.ldx, t.ldx, w + n * wstride, wstride, t.k,
+                                      t.bias != nullptr ? t.bias + n : nullptr,
+                                      t.out + r * t.ldo + n, t.ldo);
+      }
+    }
+  }
+}
+
+// exp(x) for softmax and SiLU: Cephes expf polynomial after range reduction by ln 2, scaled by
+// 2^n with vscalefps (which also gives 0 / inf at the ends of the range). About 1 ulp.
+inline __m512 Exp512(__m512 x) {
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.7228f));
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+  p = _mm512_add_ps(p, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Softmax-weighted sum of V rows with the output kept in D16 registers (D16 = d / 16).
+template <int D16>
+void WeightedSumFixed(const float* v_base, const int64_t* off, const float* e, int64_t n,
+                      float inv_denom, float* out) {
+  __m512 o[D16];
+#pragma GCC unroll 16
+  for (int c = 0; c < D16; ++c) o[c] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < n; ++p) {
+    const __m512 wp = _mm512_set1_ps(e[p]);
+    const float* vr = v_base + off[p];
+#pragma GCC unroll 16
+    for (int c = 0; c < D16; ++c) o[c] = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vr + 16 * c), o[c]);
+  }
+  const __m512 s = _mm512_set1_ps(inv_denom);
+#pragma GCC unroll 16
+  for (int c = 0; c < D16; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(o[c], s));
+}
+
+void WeightedSumAny(const float* v_base, const int64_t* off, const float* e, int64_t n, int64_t d,
+                    float inv_denom, float* out) {
+  for (int64_t c = 0; c < d; c += 16) {
+    __m512 o = _mm512_setzero_ps();
+    for (int64_t p = 0; p < n; ++p)
+      o = _mm512_fmadd_ps(_mm512_set1_ps(e[p]), _mm512_loadu_ps(v_base + off[p] + c), o);
+    _mm512_storeu_ps(out + c, _mm512_mul_ps(o, _mm512_set1_ps(inv_denom)));
+  }
+}
+
+template <int D16>
+float ScoresFixed(const float* q, const float* k_base, const int64_t* off, int64_t n, float scale,
+                  float* scores) {
+  __m512 qv[D16];
+#pragma GCC unroll 16
+  for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
+  float mx = -INFINITY;
+  for (int64_t p = 0; p < n; ++p) {
+    const float* kr = k_base + off[p];
+    __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kr));
+#pragma GCC unroll 16
+    for (int c = 1; c < D16; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kr + 16 * c), acc);
+    const float s = _mm512_reduce_add_ps(acc) * scale;
+    scores[p] = s;
+    mx = s > mx ? s : mx;
+  }
+  return mx;
+}
+
+float ScoresAny(const float* q, const float* k_base, const int64_t* off, int64_t n, int64_t d,
+                float scale, float* scores) {
+  float mx = -INFINITY;
+  for (int64_t p = 0; p < n; ++p) {
+    const float* kr = k_base + off[p];
+    __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(kr));
+    for (int64_t c = 16; c < d; c += 16)
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), _mm512_loadu_ps(kr + c), acc);
+    const float s = _mm512_reduce_add_ps(acc) * scale;
+    scores[p] = s;
+    mx = s > mx ? s : mx;
+  }
+  return mx;
+}
+
+// MR x NR tile of the shuffle-free BF16 widen path. Each k-step of 32 runs the even half for the
+// whole tile, then the odd half (reloading the weight line from L1), so 24 accumulators + 4 x
+// fit the 32 registers; every accumulator still adds even then odd in each step.
+template <int MR, int NR>
+void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, const float* bias,
+                   float* out, int64_t ldo) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t kk = 0; kk < k; kk += 32) {
+    const bool full = kk + 32 <= k;
+    const __mmask32 m = full ? ~__mmask32{0} : static_cast<__mmask32>((1ull << (k - kk)) - 1);
+    __m512 xv[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(xp + i * ldxp + kk);
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      const __m512i v =
+          full ? _mm512_loadu_si512(w + j * k + kk) : _mm512_maskz_loadu_epi16(m, w + j * k + kk);
+      const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], we, acc[i][j]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(xp + i * ldxp + kk + 16);
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      const __m512i v =
+          full ? _mm512_loadu_si512(w + j * k + kk) : _mm512_maskz_loadu_epi16(m, w + j * k + kk);
+      const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask));
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wo, acc[i][j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j)
+      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+}
+
+using TileWidenFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, const float*, float*,
+                             int64_t);
+template <int MR>
+constexpr TileWidenFn kRowWiden[kNr] = {TileBf16Widen<MR, 1>, TileBf16Widen<MR, 2>,
+                                        TileBf16Widen<MR, 3>, TileBf16Widen<MR, 4>,
+                                        TileBf16Widen<MR, 5>, TileBf16Widen<MR, 6>};
+constexpr const TileWidenFn* kTilesWiden[kMr] = {kRowWiden<1>, kRowWiden<2>, kRowWiden<3>,
+                                                 kRowWiden<4>};
+
+}  // namespace
+
+void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  switch (task.wdtype) {
+    case DType::kF32:
+      return LinearF32AccImpl<kWF32>(task, t0, t1, n0, n1);
+    case DType::kBF16:
+      return LinearF32AccImpl<kWBf16>(task, t0, t1, n0, n1);
+    default:
+      return LinearF32AccImpl<kWF16>(task, t0, t1, n0, n1);
+  }
+}
+
+void LinearBf16Widen(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  const uint16_t* w = static_cast<const uint16_t*>(t.w);
+  const int64_t nb = RowsPerBlock(t.k * 2);
+  for (int64_t bs = n0; bs < n1; bs += nb) {
+    const int64_t be = bs + nb < n1 ? bs + nb : n1;
+    for (int64_t r = t0; r < t1; r += kMr) {
+      const int64_t mr = t1 - r < kMr ? t1 - r : kMr;
+      for (int64_t n = bs; n < be; n += kNr) {
+        const int64_t nr = be - n < kNr ? be - n : kNr;
+        kTilesWiden[mr - 1][nr - 1](t.xp + r * t.ldxp, t.ldxp, w + n * t.k, t.k,
+                                    t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
+                                    t.ldo);
+      }
+    }
+  }
+}
+
+void PermuteEvenOdd(const float* x, int64_t rows, int64_t k, float* xp, int64_t ldxp) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * k;
+    float* o = xp + r * ldxp;
+    for (int64_t i = 0; i < ldxp; i += 32) {
+      const int64_t l0 = k - i, l1 = k - i - 16;
+      const __mmask16 m0 = l0 >= 16 ? 0xFFFF : l0 <= 0 ? 0 : TailMask16(l0);
+      const __mmask16 m1 = l1 >= 16 ? 0xFFFF : l1 <= 0 ? 0 : TailMask16(l1);
+      const __m512 a = _mm512_maskz_loadu_ps(m0, xr + i);
+      const __m512 b = _mm512_maskz_loadu_ps(m1, xr + i + 16);
+      _mm512_storeu_ps(o + i, _mm512_permutex2var_ps(a, even, b));
+      _mm512_storeu_ps(o + i + 16, _mm512_permutex2var_ps(a, odd, b));
+    }
+  }
+}
+
+void RmsNormRow(const float* x, const float* w, int64_t n, float eps, float* out) {
+  // Sum of squares in double, as the reference does, so long rows lose nothing.
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v =
+        n - i >= 16 ? _mm512_loadu_ps(x + i) : _mm512_maskz_loadu_ps(TailMask16(n - i), x + i);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi =
+        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    a0 = _mm512_fmadd_pd(lo, lo, a0);
+    a1 = _mm512_fmadd_pd(hi, hi, a1);
+  }
+  const double ss = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / std::sqrt(ss / n + eps)));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xFFFF : TailMask16(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 wv = _mm512_maskz_loadu_ps(m, w + i);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_mul_ps(v, inv), wv));
+  }
+}
+
+void SiluMul(const float* g, const float* u, int64_t n, float* out) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xFFFF : TailMask16(n - i);
+    const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
+    const __m512 uv = _mm512_maskz_loadu_ps(m, u + i);
+    const __m512 e = Exp512(_mm512_sub_ps(_mm512_setzero_ps(), gv));
+    const __m512 s = _mm512_div_ps(gv, _mm512_add_ps(one, e));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, uv));
+  }
+}
+
+void Add(const float* a, const float* b, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xFFFF : TailMask16(n - i);
+    _mm512_mask_storeu_ps(
+        out + i, m,
+        _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+void Exp(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xFFFF : TailMask16(n - i);
+    _mm512_mask_storeu_ps(out + i, m, Exp512(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+  float mx;
+  switch (d) {
+    case 32:
+      mx = ScoresFixed<2>(q, k_base, row_off, n_keys, scale, scores);
+      break;
+    case 64:
+      mx = ScoresFixed<4>(q, k_base, row_off, n_keys, scale, scores);
+      break;
+    case 128:
+      mx = ScoresFixed<8>(q, k_base, row_off, n_keys, scale, scores);
+      break;
+    default:
+      mx = ScoresAny(q, k_base, row_off, n_keys, d, scale, scores);
+  }
+  // Softmax numerators in place; the denominator summed in 16 lanes in key order.
+  const __m512 mv = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t p = 0; p < n_keys; p += 16) {
+    const __mmask16 m = n_keys - p >= 16 ? 0xFFFF : TailMask16(n_keys - p);
+    const __m512 e =
+        _mm512_maskz_mov_ps(m, Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + p), mv)));
+    _mm512_mask_storeu_ps(scores + p, m, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  const float inv = 1.f / _mm512_reduce_add_ps(sum);
+  switch (d) {
+    case 32:
+      return WeightedSumFixed<2>(v_base, row_off, scores, n_keys, inv, out);
+    case 64:
+      return WeightedSumFixed<4>(v_base, row_off, scores, n_keys, inv, out);
+    case 128:
+      return WeightedSumFixed<8>(v_base, row_off, scores, n_keys, inv, out);
+    default:
+      return WeightedSumAny(v_base, row_off, scores, n_keys, d, inv, out);
+  }
+}
+
+float ReadSum(const float* p, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+  }
+  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+float FmaLoop(int64_t iters) {
+  __m512 acc[16];
+  for (int j = 0; j < 16; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(j));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < 16; ++j) s = _mm512_add_ps(s, acc[j]);
+  return _mm512_reduce_add_ps(s);
+}
+
+}  // namespace xinfer::cpu::avx512
+
+#pragma GCC pop_options
+
+// ---- AVX512-BF16: vdpbf16ps on BF16 weights and activations rounded to BF16 ----
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma,f16c,bmi2")
+
+namespace xinfer::cpu::avx512 {
+namespace {
+
+inline __m512bh AsBh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
+
+template <int MR, int NR>
+void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k, const float* bias,
+                 float* out, int64_t ldo) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  int64_t kk = 0;
+  for (; kk + 32 <= k; kk += 32) {
+    __m512bh xv[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xv[i] = AsBh(_mm512_loadu_si512(xb + i * ldxb + kk));
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      const __m512bh wv = AsBh(_mm512_loadu_si512(w + j * k + kk));
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
+    }
+  }
+  if (kk < k) {
+    // x rows are zero-padded to a multiple of 32; only the weight rows need a masked load.
+    const __mmask32 m = static_cast<__mmask32>((1ull << (k - kk)) - 1);
+    __m512bh xv[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xv[i] = AsBh(_mm512_loadu_si512(xb + i * ldxb + kk));
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) {
+      const __m512bh wv = AsBh(_mm512_maskz_loadu_epi16(m, w + j * k + kk));
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j)
+      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+}
+
+using TileBf16Fn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, const float*,
+                            float*, int64_t);
+template <int MR>
+constexpr TileBf16Fn kRowBf16[kNr] = {TileBf16Dot<MR, 1>, TileBf16Dot<MR, 2>, TileBf16Dot<MR, 3>,
+                                      TileBf16Dot<MR, 4>, TileBf16Dot<MR, 5>, TileBf16Dot<MR, 6>};
+constexpr const TileBf16Fn* kTilesBf16[kMr] = {kRowBf16<1>, kRowBf16<2>, kRowBf16<3>, kRowBf16<4>};
+
+}  // namespace
+
+void LinearBf16Dot(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  const uint16_t* w = static_cast<const uint16_t*>(t.w);
+  const int64_t nb = RowsPerBlock(t.k * 2);
+  for (int64_t bs = n0; bs < n1; bs += nb) {
+    const int64_t be = bs + nb < n1 ? bs + nb : n1;
+    for (int64_t r = t0; r < t1; r += kMr) {
+      const int64_t mr = t1 - r < kMr ? t1 - r : kMr;
+      for (int64_t n = bs; n < be; n += kNr) {
+        const int64_t nr = be - n < kNr ? be - n : kNr;
+        kTilesBf16[mr - 1][nr - 1](t.xb + r * t.ldxb, t.ldxb, w + n * t.k, t.k,
+                                   t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
+                                   t.ldo);
+      }
+    }
+  }
+}
+
+float Bf16DotLoop(int64_t iters) {
+  __m512 acc[16];
+  for (int j = 0; j < 16; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(j));
+  const __m512bh a = AsBh(_mm512_set1_epi16(0x3f80)), b = AsBh(_mm512_set1_epi16(0x3a83));
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < 16; ++j) s = _mm512_add_ps(s, acc[j]);
+  return _mm512_reduce_add_ps(s);
+}
+
+void RoundRowsToBf16(const float* x, int64_t rows, int64_t k, uint16_t* xb, int64_t ldxb) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * k;
+    uint16_t* out = xb + r * ldxb;
+    for (int64_t i = 0; i < ldxb; i += 16) {
+      const int64_t left = k - i;
+      const __mmask16 m = left >= 16 ? 0xFFFF : left <= 0 ? 0 : TailMask16(left);
+      const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, xr + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), reinterpret_cast<const __m256i&>(b));
+    }
+  }
+}
+
+}  // namespace xinfer::cpu::avx512
+
+#pragma GCC pop_options

@@ -1,0 +1,79 @@
+#include "backend/cpu/cpu_limits.h"
+
+#include <omp.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "base/check.h"
+
+namespace xinfer {
+namespace {
+
+double Seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+float PortableSum(const float* p, int64_t n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += p[i];
+  return s;
+}
+
+}  // namespace
+
+MachineLimits MeasureMachineLimits(size_t bandwidth_bytes, int repeats) {
+  MachineLimits m;
+  m.threads = omp_get_max_threads();
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  const int64_t n = static_cast<int64_t>(bandwidth_bytes / sizeof(float));
+  void* mem = ::mmap(nullptr, n * sizeof(float), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  XI_CHECK_MSG(mem != MAP_FAILED, "bandwidth buffer allocation failed");
+  float* buf = static_cast<float*>(mem);
+  // Fault the pages in from every thread's share so first-touch cost is not timed.
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) buf[i] = 1.f;
+  volatile float sink = 0;
+  for (int r = 0; r < repeats; ++r) {
+    float total = 0;
+    const double t0 = Seconds();
+#pragma omp parallel reduction(+ : total)
+    {
+      const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t b = n * tid / nt, e = n * (tid + 1) / nt;
+      total += f.avx512 ? cpu::avx512::ReadSum(buf + b, e - b) : PortableSum(buf + b, e - b);
+    }
+    const double dt = Seconds() - t0;
+    sink = sink + total;
+    m.read_gb_s = std::max(m.read_gb_s, static_cast<double>(n * sizeof(float)) / dt / 1e9);
+  }
+  ::munmap(mem, n * sizeof(float));
+  if (f.avx512) {
+    constexpr int64_t kIters = 4'000'000;  // 16 x 16-lane FMAs each: ~0.1 s per core
+    for (int r = 0; r < repeats; ++r) {
+      float total = 0;
+      double t0 = Seconds();
+#pragma omp parallel reduction(+ : total)
+      total += cpu::avx512::FmaLoop(kIters);
+      double dt = Seconds() - t0;
+      m.f32_gflop_s = std::max(m.f32_gflop_s, 2.0 * 16 * 16 * kIters * m.threads / dt / 1e9);
+      if (f.avx512_bf16) {
+        t0 = Seconds();
+#pragma omp parallel reduction(+ : total)
+        total += cpu::avx512::Bf16DotLoop(kIters);
+        dt = Seconds() - t0;
+        m.bf16_gflop_s = std::max(m.bf16_gflop_s, 2.0 * 32 * 16 * kIters * m.threads / dt / 1e9);
+      }
+      sink = sink + total;
+    }
+  }
+  return m;
+}
+
+}  // namespace xinfer

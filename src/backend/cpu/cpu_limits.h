@@ -1,0 +1,20 @@
+// Measured machine limits (what `xinfer doctor --measure` and `xinfer bench offline` compare
+// against): DRAM read bandwidth and the FP32-FMA / BF16-dot compute peaks with the backend's
+// threads. Each is the best of a few short runs, so a noisy neighbour lowers it less.
+#pragma once
+
+#include <cstddef>
+
+namespace xinfer {
+
+struct MachineLimits {
+  int threads = 0;
+  double read_gb_s = 0;     // GB/s (1e9 bytes), reading a buffer far larger than the caches
+  double f32_gflop_s = 0;   // FP32 FMA peak (0 when not measured: no AVX-512)
+  double bf16_gflop_s = 0;  // vdpbf16ps peak (0 without AVX512-BF16)
+};
+
+// `bandwidth_bytes`: size of the buffer read (default 1 GiB, as the reference anchors).
+MachineLimits MeasureMachineLimits(size_t bandwidth_bytes = size_t{1} << 30, int repeats = 5);
+
+}  // namespace xinfer

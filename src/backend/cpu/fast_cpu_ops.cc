@@ -1,0 +1,262 @@
+#include "backend/cpu/fast_cpu_ops.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+namespace xinfer {
+namespace {
+
+// Below this many multiply-adds a Linear runs on the calling thread: waking the pool costs more.
+constexpr int64_t kMinParallelMacs = 1 << 16;
+// Elementwise ops split across threads only above this many elements.
+constexpr int64_t kMinParallelElems = 1 << 15;
+
+int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// [begin, end) of `units` units for thread `tid` of `nt`.
+std::pair<int64_t, int64_t> Split(int64_t units, int tid, int nt) {
+  return {units * tid / nt, units * (tid + 1) / nt};
+}
+
+}  // namespace
+
+FastCpuOps::FastCpuOps()
+    : features_(cpu::DetectCpuFeatures()), bf16_path_(cpu::SelectedBf16Path()) {}
+
+const float* FastCpuOps::ToF32(const Tensor& t, std::vector<float>& dst) {
+  const int64_t n = t.numel();
+  if (t.dtype() == DType::kF32) return t.data<float>();
+  if (static_cast<int64_t>(dst.size()) < n) dst.resize(n);
+  const uint16_t* s = t.data<uint16_t>();
+  if (t.dtype() == DType::kBF16) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToF32(s[i]);
+  } else {
+    XI_CHECK_MSG(t.dtype() == DType::kF16, "unsupported dtype for a bias or norm weight");
+    for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(s[i]);
+  }
+  return dst.data();
+}
+
+void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+  const DType wt = w.dtype();
+  const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
+                         (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
+  if (!features_.avx512 || !supported) return CpuOps::Linear(x, w, bias, out);
+  XI_CHECK(w.rank() == 2 && x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
+  const int64_t k = w.dim(1), n = w.dim(0);
+  XI_CHECK(k > 0 && x.numel() % k == 0);
+  const int64_t t_rows = x.numel() / k;
+  XI_CHECK(out.numel() == t_rows * n);
+  if (t_rows == 0 || n == 0) return;
+
+  cpu::LinearTask task;
+  task.x = x.data<float>();
+  task.ldx = k;
+  task.w = w.raw();
+  task.wdtype = wt;
+  task.k = k;
+  task.out = out.data<float>();
+  task.ldo = n;
+  if (bias != nullptr) {
+    XI_CHECK(bias->numel() == n);
+    task.bias = ToF32(*bias, bias_);
+  }
+  const bool dot = wt == DType::kBF16 && bf16_path_ == cpu::Bf16Path::kBf16Dot;
+  if (dot) {
+    task.ldxb = RoundUp(k, 32);
+    const size_t need = static_cast<size_t>(t_rows * task.ldxb);
+    if (xb_.size() < need) xb_.resize(need);
+    task.xb = xb_.data();
+  }
+  // XINFER_BF16_WIDEN=shuffle keeps the older vpmovzxwd widening (for A/B measurements).
+  static const bool shuffle_widen = [] {
+    const char* e = std::getenv("XINFER_BF16_WIDEN");
+    return e != nullptr && std::string_view(e) == "shuffle";
+  }();
+  const bool widen = wt == DType::kBF16 && !dot && !shuffle_widen;
+  if (widen) {
+    task.ldxp = RoundUp(k, 32);
+    const size_t need = static_cast<size_t>(t_rows * task.ldxp);
+    if (xp_.size() < need) xp_.resize(need);
+    task.xp = xp_.data();
+  }
+  const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(nth)
+  {
+    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (dot) {
+      const auto [r0, r1] = Split(t_rows, tid, nt);
+      cpu::avx512::RoundRowsToBf16(task.x + r0 * k, r1 - r0, k, xb_.data() + r0 * task.ldxb,
+                                   task.ldxb);
+#pragma omp barrier
+    } else if (widen) {
+      const auto [r0, r1] = Split(t_rows, tid, nt);
+      cpu::avx512::PermuteEvenOdd(task.x + r0 * k, r1 - r0, k, xp_.data() + r0 * task.ldxp,
+                                  task.ldxp);
+#pragma omp barrier
+    }
+    // Threads own disjoint column ranges (multiples of 16 weight rows); each runs every row of
+    // x, so an element's arithmetic never depends on the split.
+    auto [u0, u1] = Split((n + 15) / 16, tid, nt);
+    const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
+    if (n0 < n1) {
+      if (dot) {
+        cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
+      } else if (widen) {
+        cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
+      } else {
+        cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+      }
+    }
+  }
+}
+
+void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
+  if (!features_.avx512) return CpuOps::RmsNorm(x, weight, eps, out);
+  const int64_t n = weight.numel();
+  XI_CHECK(n > 0 && x.numel() % n == 0 && out.numel() == x.numel());
+  const int64_t rows = x.numel() / n;
+  const float* w = ToF32(weight, norm_w_);
+  const float* xs = x.data<float>();
+  float* os = out.data<float>();
+#pragma omp parallel for schedule(static) if (rows * n >= kMinParallelElems)
+  for (int64_t r = 0; r < rows; ++r) cpu::avx512::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
+}
+
+void FastCpuOps::EnsureRopeTable(double theta, int64_t dim, int64_t max_pos) {
+  if (theta == rope_theta_ && dim == rope_dim_ && max_pos <= rope_rows_) return;
+  if (theta != rope_theta_ || dim != rope_dim_) rope_rows_ = 0;
+  const int64_t half = dim / 2;
+  // Doubling keeps decode (one new position per step) from rebuilding the table every step.
+  const int64_t rows = std::max<int64_t>(4096, RoundUp(max_pos, 4096) * 2);
+  std::vector<double> inv_freq(half);
+  for (int64_t i = 0; i < half; ++i)
+    inv_freq[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(dim));
+  rope_cos_.resize(rows * half);
+  rope_sin_.resize(rows * half);
+  // Same formula as the reference (double angle, rounded to float), so results match it bitwise.
+  for (int64_t p = rope_rows_; p < rows; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(static_cast<int32_t>(p)) * inv_freq[i];
+      rope_cos_[p * half + i] = static_cast<float>(std::cos(angle));
+      rope_sin_[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  rope_theta_ = theta;
+  rope_dim_ = dim;
+  rope_rows_ = rows;
+}
+
+void FastCpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double theta) {
+  XI_CHECK(x.rank() == 3 && x.dim(0) == static_cast<int64_t>(positions.size()));
+  const int64_t t_rows = x.dim(0), heads = x.dim(1), dim = x.dim(2), half = dim / 2;
+  int32_t max_pos = 0;
+  for (int32_t p : positions) {
+    XI_CHECK(p >= 0);
+    max_pos = std::max(max_pos, p);
+  }
+  EnsureRopeTable(theta, dim, static_cast<int64_t>(max_pos) + 1);
+  float* xs = x.data<float>();
+#pragma omp parallel for schedule(static) if (t_rows * heads * dim >= kMinParallelElems)
+  for (int64_t t = 0; t < t_rows; ++t) {
+    const float* c = rope_cos_.data() + positions[t] * half;
+    const float* s = rope_sin_.data() + positions[t] * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = xs + (t * heads + h) * dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = v[i], x2 = v[i + half];
+        v[i] = x1 * c[i] - x2 * s[i];
+        v[i + half] = x2 * c[i] + x1 * s[i];
+      }
+    }
+  }
+}
+
+void FastCpuOps::SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  if (!features_.avx512) return CpuOps::SiluMul(gate, up, out);
+  XI_CHECK(gate.numel() == up.numel() && out.numel() == gate.numel());
+  const int64_t n = gate.numel();
+  const float* g = gate.data<float>();
+  const float* u = up.data<float>();
+  float* o = out.data<float>();
+  const int nth = n < kMinParallelElems ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(nth)
+  {
+    auto [c0, c1] = Split((n + 15) / 16, omp_get_thread_num(), omp_get_num_threads());
+    const int64_t i0 = std::min(n, c0 * 16), i1 = std::min(n, c1 * 16);
+    if (i0 < i1) cpu::avx512::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
+  }
+}
+
+void FastCpuOps::Add(const Tensor& a, const Tensor& b, Tensor& out) {
+  if (!features_.avx512) return CpuOps::Add(a, b, out);
+  XI_CHECK(a.numel() == b.numel() && out.numel() == a.numel());
+  const int64_t n = a.numel();
+  const int nth = n < kMinParallelElems ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(nth)
+  {
+    auto [c0, c1] = Split((n + 15) / 16, omp_get_thread_num(), omp_get_num_threads());
+    const int64_t i0 = std::min(n, c0 * 16), i1 = std::min(n, c1 * 16);
+    if (i0 < i1)
+      cpu::avx512::Add(a.data<float>() + i0, b.data<float>() + i0, i1 - i0, out.data<float>() + i0);
+  }
+}
+
+void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                const PagedAttentionBatch& b, Tensor& out) {
+  XI_CHECK(q.rank() == 3 && k_cache.rank() == 3 && v_cache.rank() == 3);
+  const int64_t t_rows = q.dim(0), hq = q.dim(1), d = q.dim(2), hkv = k_cache.dim(1);
+  if (!features_.avx512 || d % 16 != 0) return CpuOps::PagedAttention(q, k_cache, v_cache, b, out);
+  XI_CHECK(k_cache.dim(2) == d && hq % hkv == 0 && out.numel() == q.numel());
+  XI_CHECK(v_cache.numel() == k_cache.numel());
+  XI_CHECK(static_cast<int64_t>(b.positions.size()) == t_rows && b.block_size > 0);
+  const int64_t num_seqs = static_cast<int64_t>(b.query_start.size()) - 1;
+  XI_CHECK(num_seqs >= 0 && b.query_start[num_seqs] == t_rows);
+  const int64_t group = hq / hkv;
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  const int64_t num_slots = k_cache.dim(0);
+  const int64_t max_keys = static_cast<int64_t>(b.max_blocks_per_seq) * b.block_size;
+  if (static_cast<int64_t>(seq_of_.size()) < t_rows) seq_of_.resize(t_rows);
+  for (int64_t s = 0; s < num_seqs; ++s)
+    for (int32_t t = b.query_start[s]; t < b.query_start[s + 1]; ++t) seq_of_[t] = s;
+  const int nth = omp_get_max_threads();
+  if (static_cast<int>(scores_.size()) < nth) {
+    scores_.resize(nth);
+    offsets_.resize(nth);
+  }
+  for (int i = 0; i < nth; ++i) {
+    if (static_cast<int64_t>(scores_[i].size()) < max_keys + 16) scores_[i].resize(max_keys + 16);
+    if (static_cast<int64_t>(offsets_[i].size()) < max_keys) offsets_[i].resize(max_keys);
+  }
+  const float* qs = q.data<float>();
+  const float* ks = k_cache.data<float>();
+  const float* vs = v_cache.data<float>();
+  float* os = out.data<float>();
+  // One work item per (query row, KV head): its `group` query heads share the K/V rows. Rows of
+  // a prefill have different lengths, hence the dynamic schedule.
+#pragma omp parallel for schedule(dynamic, 2) num_threads(nth) if (t_rows * hkv > 1)
+  for (int64_t item = 0; item < t_rows * hkv; ++item) {
+    const int64_t t = item / hkv, kvh = item % hkv;
+    const int tid = omp_get_thread_num();
+    float* scores = scores_[tid].data();
+    int64_t* off = offsets_[tid].data();
+    const int32_t* table = b.block_tables.data() + seq_of_[t] * b.max_blocks_per_seq;
+    const int64_t n_keys = b.positions[t] + 1;
+    XI_CHECK(n_keys <= max_keys);
+    for (int64_t p = 0; p < n_keys; ++p) {
+      const int64_t slot =
+          static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
+      XI_CHECK(slot >= 0 && slot < num_slots);
+      off[p] = (slot * hkv + kvh) * d;
+    }
+    for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+      cpu::avx512::AttentionRow(qs + (t * hq + h) * d, ks, vs, off, n_keys, d, scale, scores,
+                                os + (t * hq + h) * d);
+    }
+  }
+}
+
+}  // namespace xinfer

@@ -1,0 +1,50 @@
+// FastCpuOps: the CPU backend's ops. The hot ones (Linear, RmsNorm, Rope, SiluMul, Add,
+// PagedAttention) run ISA-dispatched kernels (cpu_kernels.h) under OpenMP; anything the CPU or
+// the shape does not suit falls back to the portable reference in CpuOps.
+//
+// No allocation on the hot path: scratch (BF16 activations, converted biases/norm weights, the
+// RoPE cos/sin table, per-thread attention scores) grows to the largest step seen and is then
+// reused. One op runs at a time (backend.h), so the scratch needs no locking.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_ops.h"
+
+namespace xinfer {
+
+class FastCpuOps : public CpuOps {
+ public:
+  FastCpuOps();
+
+  void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
+  void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  void Rope(Tensor& x, std::span<const int32_t> positions, double theta) override;
+  void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void Add(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const PagedAttentionBatch& batch, Tensor& out) override;
+
+ private:
+  // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
+  const float* ToF32(const Tensor& t, std::vector<float>& dst);
+  void EnsureRopeTable(double theta, int64_t dim, int64_t max_pos);
+
+  cpu::CpuFeatures features_;
+  cpu::Bf16Path bf16_path_;
+  std::vector<uint16_t> xb_;
+  std::vector<float> xp_;
+  std::vector<float> bias_;
+  std::vector<float> norm_w_;
+  double rope_theta_ = 0;
+  int64_t rope_dim_ = 0;
+  int64_t rope_rows_ = 0;
+  std::vector<float> rope_cos_, rope_sin_;  // [rope_rows_, dim / 2]
+  std::vector<std::vector<float>> scores_;  // per thread
+  std::vector<std::vector<int64_t>> offsets_;
+  std::vector<int32_t> seq_of_;
+};
+
+}  // namespace xinfer

@@ -1,0 +1,216 @@
+// Conformance of the optimized CPU kernels (FastCpuOps) with the plain reference (CpuOps, and a
+// double-precision evaluation for Linear) over random shapes with odd sizes and tails, every
+// weight dtype; and bitwise batch invariance: a row's result must not depend on how many rows
+// share the call, where the row sits, or how many threads run.
+#include "backend/cpu/fast_cpu_ops.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/backend.h"
+
+namespace xinfer {
+namespace {
+
+class FastCpuOpsTest : public ::testing::Test {
+ protected:
+  Tensor Random(DType dtype, Shape shape, float scale = 1.f) {
+    Tensor t = backend_->NewTensor(dtype, shape);
+    std::normal_distribution<float> dist(0.f, scale);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      float v = dist(rng_);
+      if (dtype == DType::kF32) t.data<float>()[i] = v;
+      if (dtype == DType::kBF16) t.data<uint16_t>()[i] = F32ToBf16(v);
+      if (dtype == DType::kF16) t.data<uint16_t>()[i] = F32ToF16(v);
+    }
+    return t;
+  }
+  static double At(const Tensor& t, int64_t i) {
+    if (t.dtype() == DType::kBF16) return Bf16ToF32(t.data<uint16_t>()[i]);
+    if (t.dtype() == DType::kF16) return F16ToF32(t.data<uint16_t>()[i]);
+    return t.data<float>()[i];
+  }
+  Tensor Copy(const Tensor& t) {
+    Tensor c = backend_->NewTensor(t.dtype(), t.shape());
+    std::memcpy(c.raw(), t.raw(), t.size_bytes());
+    return c;
+  }
+  static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
+    return std::memcmp(a, b, n * sizeof(float)) == 0;
+  }
+
+  std::unique_ptr<Backend> backend_ = CreateCpuBackend();
+  FastCpuOps fast_;
+  CpuOps ref_;
+  std::mt19937 rng_{7};
+};
+
+TEST_F(FastCpuOpsTest, LinearMatchesDoubleReferenceAllDtypesOddShapes) {
+  const bool bf16_dot = cpu::SelectedBf16Path() == cpu::Bf16Path::kBf16Dot;
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t k : {1, 7, 16, 17, 31, 32, 33, 100, 129, 901}) {
+      for (auto [t, n] : {std::pair{1, 1}, std::pair{1, 13}, std::pair{3, 7}, std::pair{4, 6},
+                          std::pair{5, 37}, std::pair{9, 64}, std::pair{17, 131}}) {
+        Tensor x = Random(DType::kF32, {t, k});
+        Tensor w = Random(dt, {n, k});
+        Tensor b = Random(DType::kBF16, {n});
+        Tensor y = backend_->NewTensor(DType::kF32, {t, n});
+        fast_.Linear(x, w, &b, y);
+        for (int i = 0; i < t; ++i)
+          for (int j = 0; j < n; ++j) {
+            double ref = At(b, j), mag = std::fabs(ref);
+            for (int c = 0; c < k; ++c) {
+              double xv = At(x, i * k + c);
+              if (dt == DType::kBF16 && bf16_dot) xv = Bf16ToF32(F32ToBf16(static_cast<float>(xv)));
+              ref += xv * At(w, j * k + c);
+              mag += std::fabs(xv * At(w, j * k + c));
+            }
+            ASSERT_NEAR(y.data<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
+                << DTypeName(dt) << " T=" << t << " K=" << k << " N=" << n << " at " << i << ","
+                << j;
+          }
+      }
+    }
+  }
+}
+
+// The batch-invariance property the engine relies on: Linear of a row is bitwise the same
+// whether it runs alone, in any slice of a batch, with any thread count.
+TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t k : {64, 129, 896}) {
+      const int64_t t = 37, n = 203;
+      Tensor x = Random(DType::kF32, {t, k});
+      Tensor w = Random(dt, {n, k});
+      Tensor b = Random(DType::kF32, {n});
+      Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+      fast_.Linear(x, w, &b, full);
+      const int saved = omp_get_max_threads();
+      for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        for (int64_t chunk : {1, 2, 3, 4, 5, 16, 37}) {
+          for (int64_t r = 0; r < t; r += chunk) {
+            const int64_t e = std::min(t, r + chunk);
+            Tensor xs = Copy(x.Slice0(r, e));
+            Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+            fast_.Linear(xs, w, &b, ys);
+            ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+                << DTypeName(dt) << " K=" << k << " rows " << r << ".." << e << " threads "
+                << threads;
+          }
+        }
+      }
+      omp_set_num_threads(saved);
+    }
+  }
+}
+
+TEST_F(FastCpuOpsTest, ElementwiseOpsMatchReference) {
+  for (int64_t n : {1, 15, 16, 17, 64, 896, 4864 * 3 + 5, 70001}) {
+    Tensor a = Random(DType::kF32, {n}, 4.f);
+    Tensor b = Random(DType::kF32, {n});
+    Tensor o1 = backend_->NewTensor(DType::kF32, {n});
+    Tensor o2 = backend_->NewTensor(DType::kF32, {n});
+    fast_.SiluMul(a, b, o1);
+    ref_.SiluMul(a, b, o2);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(o1.data<float>()[i], o2.data<float>()[i],
+                  2e-6 * (1 + std::fabs(o2.data<float>()[i])))
+          << n << " " << i;
+    fast_.Add(a, b, o1);
+    ref_.Add(a, b, o2);
+    ASSERT_TRUE(BitwiseEqual(o1.data<float>(), o2.data<float>(), n));
+  }
+  // exp over the whole useful range, including underflow to 0 and the clamp near overflow.
+  std::vector<float> x, y(2001);
+  for (int i = 0; i <= 2000; ++i) x.push_back(-110.f + i * 0.0992f);  // up to 88.4
+  cpu::avx512::Exp(x.data(), static_cast<int64_t>(x.size()), y.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = std::exp(static_cast<double>(x[i]));
+    ASSERT_NEAR(y[i], ref, 4e-7 * ref + 1e-37) << x[i];
+  }
+}
+
+TEST_F(FastCpuOpsTest, RmsNormAndRopeMatchReference) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (auto [rows, n] :
+         {std::pair{1, 7}, std::pair{3, 64}, std::pair{37, 896}, std::pair{5, 33}}) {
+      Tensor x = Random(DType::kF32, {rows, n}, 3.f);
+      Tensor w = Random(dt, {n});
+      Tensor o1 = backend_->NewTensor(DType::kF32, {rows, n});
+      Tensor o2 = backend_->NewTensor(DType::kF32, {rows, n});
+      fast_.RmsNorm(x, w, 1e-6f, o1);
+      ref_.RmsNorm(x, w, 1e-6f, o2);
+      for (int64_t i = 0; i < rows * n; ++i)
+        ASSERT_NEAR(o1.data<float>()[i], o2.data<float>()[i],
+                    1e-6 * (1 + std::fabs(o2.data<float>()[i])));
+      fast_.RmsNorm(x, w, 1e-6f, x);  // in place
+      ASSERT_TRUE(BitwiseEqual(x.data<float>(), o1.data<float>(), rows * n));
+    }
+  }
+  for (int64_t dim : {8, 64, 128}) {
+    Tensor x = Random(DType::kF32, {5, 3, dim});
+    Tensor y = Copy(x);
+    std::vector<int32_t> pos = {0, 7, 4095, 4096, 70000};
+    fast_.Rope(x, pos, 1e6);
+    ref_.Rope(y, pos, 1e6);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      ASSERT_NEAR(x.data<float>()[i], y.data<float>()[i],
+                  1e-6 * (1 + std::fabs(y.data<float>()[i])));
+  }
+}
+
+// Random sequences with scattered blocks; the fast kernel against the reference, then bitwise:
+// every query row computed in one batch equals the same row computed alone.
+TEST_F(FastCpuOpsTest, PagedAttentionMatchesReferenceAndIsBatchInvariant) {
+  for (auto [hq, hkv, d] : {std::tuple{4, 2, 64}, std::tuple{14, 2, 64}, std::tuple{2, 2, 32},
+                            std::tuple{8, 8, 128}, std::tuple{3, 1, 48}}) {
+    const int block = 16, num_blocks = 64, max_blocks = 12;
+    std::vector<int32_t> ctx = {1, 37, 150, 16, 191};
+    const int seqs = static_cast<int>(ctx.size());
+    std::vector<int32_t> perm(num_blocks);
+    for (int i = 0; i < num_blocks; ++i) perm[i] = i;
+    std::shuffle(perm.begin(), perm.end(), rng_);
+    std::vector<int32_t> tables(seqs * max_blocks, 0);
+    for (int s = 0, next = 0; s < seqs; ++s)
+      for (int j = 0; j < (ctx[s] + block - 1) / block; ++j)
+        tables[s * max_blocks + j] = perm[next++];
+    Tensor kc = Random(DType::kF32, {num_blocks * block, hkv, d});
+    Tensor vc = Random(DType::kF32, {num_blocks * block, hkv, d});
+    // Queries: the last min(ctx, 5) positions of each sequence (a prefill chunk or a decode).
+    std::vector<int32_t> qstart = {0}, positions;
+    for (int s = 0; s < seqs; ++s) {
+      for (int p = std::max(0, ctx[s] - 5); p < ctx[s]; ++p) positions.push_back(p);
+      qstart.push_back(static_cast<int32_t>(positions.size()));
+    }
+    const int64_t t = static_cast<int64_t>(positions.size());
+    Tensor q = Random(DType::kF32, {t, hq, d});
+    Tensor o1 = backend_->NewTensor(DType::kF32, {t, hq, d});
+    Tensor o2 = backend_->NewTensor(DType::kF32, {t, hq, d});
+    Ops::PagedAttentionBatch batch{qstart, positions, tables, max_blocks, block};
+    fast_.PagedAttention(q, kc, vc, batch, o1);
+    ref_.PagedAttention(q, kc, vc, batch, o2);
+    for (int64_t i = 0; i < q.numel(); ++i)
+      ASSERT_NEAR(o1.data<float>()[i], o2.data<float>()[i], 2e-6) << hq << "/" << hkv << "/" << d;
+    for (int s = 0; s < seqs; ++s) {
+      for (int32_t r = qstart[s]; r < qstart[s + 1]; ++r) {
+        std::vector<int32_t> one_start = {0, 1}, one_pos = {positions[r]};
+        std::vector<int32_t> one_table(tables.begin() + s * max_blocks,
+                                       tables.begin() + (s + 1) * max_blocks);
+        Tensor q1 = Copy(q.Slice0(r, r + 1));
+        Tensor out1 = backend_->NewTensor(DType::kF32, {1, hq, d});
+        Ops::PagedAttentionBatch one{one_start, one_pos, one_table, max_blocks, block};
+        fast_.PagedAttention(q1, kc, vc, one, out1);
+        ASSERT_TRUE(BitwiseEqual(out1.data<float>(), o1.data<float>() + r * hq * d, hq * d))
+            << "row " << r << " of sequence " << s;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xinfer

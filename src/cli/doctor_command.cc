@@ -1,0 +1,123 @@
+// `xinfer doctor [--measure] [--model DIR] [--threads N]`: the machine as the CPU backend sees
+// it (cores, memory, ISA, which kernels run), optionally its measured limits (read bandwidth,
+// FP32 FMA and BF16 dot peaks) and the decode/prefill rooflines they give for a model.
+#include <fmt/core.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/perf_model.h"
+
+namespace xinfer {
+namespace {
+
+struct DoctorOptions {
+  bool measure = false;
+  std::string model;
+  int threads = 0;
+  bool json = false;
+};
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+int Run(const DoctorOptions& o) {
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  const double mem_gib =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / (1 << 30);
+  const char* bf16_path = cpu::SelectedBf16Path() == cpu::Bf16Path::kBf16Dot    ? "bf16-dot"
+                          : cpu::SelectedBf16Path() == cpu::Bf16Path::kWidenF32 ? "widen-f32"
+                                                                                : "reference";
+  nlohmann::json j = {{"cpu", CpuModelName()},
+                      {"cores", std::thread::hardware_concurrency()},
+                      {"threads", omp_get_max_threads()},
+                      {"memory_gib", mem_gib},
+                      {"avx2", f.avx2},
+                      {"avx512", f.avx512},
+                      {"avx512_bf16", f.avx512_bf16},
+                      {"kernels", cpu::KernelIsaName()},
+                      {"bf16_linear_path", bf16_path}};
+  MachineLimits limits;
+  if (o.measure) {
+    limits = MeasureMachineLimits();
+    j["read_gb_s"] = limits.read_gb_s;
+    j["peak_f32_gflop_s"] = limits.f32_gflop_s;
+    j["peak_bf16_gflop_s"] = limits.bf16_gflop_s;
+  }
+  if (!o.model.empty()) {
+    auto cost = ComputeModelCost(o.model);
+    if (!cost.ok()) return ReportError(cost.status());
+    j["model"] = {{"dir", o.model},
+                  {"dtype", cost->dtype},
+                  {"weight_bytes", cost->weight_bytes},
+                  {"decode_read_bytes", cost->decode_read_bytes},
+                  {"gflop_per_token", (cost->linear_flops + cost->lm_head_flops) / 1e9}};
+    if (o.measure) {
+      const Roofline r = ComputeRoofline(*cost, limits, 0);
+      j["roofline"] = {{"decode_tok_s_per_seq", r.decode_tok_s_per_seq},
+                       {"prefill_tok_s", r.prefill_tok_s},
+                       {"peak", r.peak_name},
+                       {"decode_16_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 16, 0)},
+                       {"decode_64_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 64, 0)}};
+    }
+  }
+  if (o.json) {
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("cpu:      {} ({} cores, {} threads), {:.1f} GiB memory\n",
+             j["cpu"].get<std::string>(), std::thread::hardware_concurrency(),
+             omp_get_max_threads(), mem_gib);
+  fmt::print("isa:      avx2 {}, avx512 {}, avx512-bf16 {}; kernels {}, BF16 Linear path {}\n",
+             f.avx2, f.avx512, f.avx512_bf16, cpu::KernelIsaName(), bf16_path);
+  if (o.measure)
+    fmt::print(
+        "measured: read bandwidth {:.1f} GB/s, FP32 FMA {:.0f} GFLOP/s, BF16 dot {:.0f} "
+        "GFLOP/s\n",
+        limits.read_gb_s, limits.f32_gflop_s, limits.bf16_gflop_s);
+  if (j.contains("model")) {
+    fmt::print(
+        "model:    {} ({}), {:.0f} MB weights, {:.0f} MB read per decode step, {:.2f} "
+        "GFLOP per token\n",
+        o.model, j["model"]["dtype"].get<std::string>(),
+        j["model"]["weight_bytes"].get<double>() / 1e6,
+        j["model"]["decode_read_bytes"].get<double>() / 1e6,
+        j["model"]["gflop_per_token"].get<double>());
+    if (o.measure)
+      fmt::print(
+          "roofline: decode {:.1f} tok/s per sequence (bandwidth), prefill {:.0f} tok/s "
+          "({}), batched decode {:.0f} tok/s at 16 seqs, {:.0f} at 64\n",
+          j["roofline"]["decode_tok_s_per_seq"].get<double>(),
+          j["roofline"]["prefill_tok_s"].get<double>(), j["roofline"]["peak"].get<std::string>(),
+          j["roofline"]["decode_16_seqs_tok_s"].get<double>(),
+          j["roofline"]["decode_64_seqs_tok_s"].get<double>());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddDoctorCommand(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<DoctorOptions>();
+  CLI::App* cmd = app.add_subcommand("doctor", "Machine facts, measured limits and rooflines");
+  cmd->add_flag("--measure", opts->measure,
+                "Measure memory bandwidth and the FP32/BF16 compute peaks (a few seconds)");
+  cmd->add_option("--model", opts->model, "Print this model's per-token cost and rooflines");
+  cmd->add_option("--threads", opts->threads, "CPU threads (0: all cores)");
+  cmd->add_flag("--json", opts->json, "Print as JSON");
+  cmd->callback([opts, exit_code] { *exit_code = Run(*opts); });
+}
+
+}  // namespace xinfer

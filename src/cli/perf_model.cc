@@ -1,0 +1,87 @@
+#include "cli/perf_model.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "formats/safetensors.h"
+#include "tensor/dtype.h"
+
+namespace xinfer {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+double PeakFor(const MachineLimits& m, const char** name) {
+  if (cpu::SelectedBf16Path() == cpu::Bf16Path::kBf16Dot && m.bf16_gflop_s > 0) {
+    *name = "bf16-dot";
+    return m.bf16_gflop_s;
+  }
+  *name = "f32-fma";
+  return m.f32_gflop_s;
+}
+
+}  // namespace
+
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_dir) {
+  std::ifstream in(model_dir + "/config.json");
+  if (!in) return NotFound("no config.json in {}", model_dir);
+  nlohmann::json c = nlohmann::json::parse(in, nullptr, false);
+  if (c.is_discarded()) return InvalidArgument("config.json is not valid JSON");
+  XI_ASSIGN_OR_RETURN(auto store, WeightStore::OpenDir(model_dir));
+  ModelCost cost;
+  const int64_t hidden = c.value("hidden_size", 0), vocab = c.value("vocab_size", 0);
+  const int64_t layers = c.value("num_hidden_layers", 0), heads = c.value("num_attention_heads", 0);
+  const int64_t kv_heads = c.value("num_key_value_heads", heads);
+  const int64_t head_dim = c.value("head_dim", heads > 0 ? hidden / heads : 0);
+  bool has_lm_head = false;
+  size_t embed_bytes = 0;
+  for (const std::string& name : store->Names()) {
+    const TensorInfo* info = store->Find(name);
+    cost.weight_bytes += info->size;
+    if (EndsWith(name, "_proj.weight")) {
+      cost.linear_flops += 2.0 * static_cast<double>(NumElements(info->shape));
+      cost.decode_read_bytes += info->size;
+      cost.dtype = DTypeName(info->dtype);
+    } else if (name == "lm_head.weight") {
+      has_lm_head = true;
+      cost.decode_read_bytes += info->size;
+    } else if (name == "model.embed_tokens.weight") {
+      embed_bytes = info->size;
+    } else {
+      cost.decode_read_bytes += info->size;  // norms and biases
+    }
+  }
+  if (!has_lm_head) cost.decode_read_bytes += embed_bytes;  // tied: the table is the lm_head
+  cost.lm_head_flops = 2.0 * static_cast<double>(vocab) * static_cast<double>(hidden);
+  cost.attn_flops_per_ctx = 4.0 * layers * heads * head_dim;
+  cost.kv_bytes_per_token = static_cast<size_t>(layers) * 2 * kv_heads * head_dim * sizeof(float);
+  return cost;
+}
+
+Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& m, double context) {
+  Roofline r;
+  r.peak_gflop_s = PeakFor(m, &r.peak_name);
+  const double bytes = cost.decode_read_bytes + context * cost.kv_bytes_per_token;
+  r.decode_tok_s_per_seq = m.read_gb_s * 1e9 / bytes;
+  const double flops = cost.linear_flops + cost.attn_flops_per_ctx * context;
+  r.prefill_tok_s = flops > 0 ? r.peak_gflop_s * 1e9 / flops : 0;
+  return r;
+}
+
+double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& m, int batch,
+                             double context) {
+  const char* name;
+  const double peak = PeakFor(m, &name);
+  const double bytes = cost.decode_read_bytes + batch * context * cost.kv_bytes_per_token;
+  const double memory_bound = batch * m.read_gb_s * 1e9 / bytes;
+  const double flops = cost.linear_flops + cost.lm_head_flops + cost.attn_flops_per_ctx * context;
+  const double compute_bound = peak * 1e9 / flops;
+  return std::min(memory_bound, compute_bound);
+}
+
+}  // namespace xinfer

@@ -1,0 +1,38 @@
+// What a model costs per token (bytes of weights read, FLOPs) and the rooflines that follow from
+// measured machine limits; shared by `xinfer doctor` and `xinfer bench offline`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cpu/cpu_limits.h"
+#include "base/status.h"
+
+namespace xinfer {
+
+struct ModelCost {
+  size_t weight_bytes = 0;        // all tensors as stored
+  size_t decode_read_bytes = 0;   // weights one decode step reads: projections, lm_head, norms
+  double linear_flops = 0;        // 2 x projection parameters (per token, every row)
+  double lm_head_flops = 0;       // 2 x vocab x hidden (per sampled row)
+  double attn_flops_per_ctx = 0;  // 4 x layers x heads x head_dim (per token per context token)
+  size_t kv_bytes_per_token = 0;  // F32 K and V, all layers
+  std::string dtype;              // dtype of the projection weights ("BF16", "F32", ...)
+};
+
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_dir);
+
+struct Roofline {
+  double decode_tok_s_per_seq = 0;  // one sequence: bandwidth / bytes per step
+  double prefill_tok_s = 0;         // compute peak / FLOPs per prompt token
+  double peak_gflop_s = 0;          // the peak the kernels in use can reach
+  const char* peak_name = "";
+};
+// Rooflines for this process's Linear path (F32 FMA unless XINFER_BF16_DOT=1 selects vdpbf16ps).
+// `context`: average context length attended during decode / prefill.
+Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& limits, double context);
+// Aggregate decode roofline for `batch` sequences: min(memory bound, compute bound).
+double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& limits, int batch,
+                             double context);
+
+}  // namespace xinfer

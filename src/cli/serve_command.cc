@@ -1,0 +1,118 @@
+// `xinfer serve MODEL`: the OpenAI-compatible HTTP server (flags named as vLLM names them).
+#include <fmt/core.h>
+
+#include <cstdio>
+
+#include "base/logging.h"
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "engine/async_engine.h"
+#include "engine/prompt_builder.h"
+#include "server/openai_server.h"
+
+namespace xinfer {
+namespace {
+
+struct ServeFlags {
+  EngineConfig engine;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string served_model_name;
+  std::string api_key;
+  std::string chat_template;
+  int max_queue_len = 0;
+  double shutdown_timeout = 30;
+  std::string reasoning_parser;
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;
+  int io_threads = 1;
+  uint64_t max_request_body_bytes = uint64_t{32} << 20;
+  int timeout_keep_alive = 30;
+  std::string debug_scripted_output;
+};
+
+int RunServe(const ServeFlags& f) {
+  if (f.shutdown_timeout < 0)
+    return ReportError(InvalidArgument("--shutdown-timeout must be >= 0"));
+  if (f.max_queue_len < 0) return ReportError(InvalidArgument("--max-queue-len must be >= 0"));
+  if (f.timeout_keep_alive < 1)
+    return ReportError(InvalidArgument("--timeout-keep-alive must be >= 1"));
+  server::ServeOptions o;
+  o.config.served_model_name = f.served_model_name.empty() ? f.engine.model : f.served_model_name;
+  o.config.model_path = f.engine.model;
+  o.config.api_key = f.api_key;
+  o.config.version = XINFER_VERSION;
+  o.config.enable_auto_tool_choice = f.enable_auto_tool_choice;
+  o.config.tool_call_parser = f.tool_call_parser;
+  o.config.reasoning_parser = f.reasoning_parser;
+  o.host = f.host;
+  o.port = f.port;
+  o.io_threads = f.io_threads;
+  o.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.shutdown_timeout * 1000));
+  o.http.max_body_bytes = f.max_request_body_bytes;
+  o.http.header_timeout = std::chrono::seconds(f.timeout_keep_alive);
+
+  auto engine = LLMEngine::Create(f.engine);
+  if (!engine.ok()) return ReportError(engine.status());
+  auto prompts = PromptBuilder::Create(f.engine.model, (*engine)->tokenizer(), f.chat_template);
+  std::unique_ptr<PromptBuilder> builder;
+  if (prompts.ok()) {
+    builder = std::move(*prompts);
+  } else if (prompts.status().code() == StatusCode::kNotFound && f.chat_template.empty()) {
+    // A model without a chat template (e.g. TinyStories) still serves /v1/completions; chat
+    // requests get a 400.
+    XI_LOG_WARN("no chat template ({}); /v1/chat/completions is disabled",
+                prompts.status().message());
+  } else {
+    return ReportError(prompts.status());
+  }
+  AsyncEngineOptions ao;
+  ao.max_queue_len = f.max_queue_len;
+  ao.scripted_output_file = f.debug_scripted_output;
+  auto async = AsyncEngine::Create(std::move(*engine), ao);
+  if (!async.ok()) return ReportError(async.status());
+  auto srv = server::OpenAIServer::Create(std::move(*async), std::move(builder), std::move(o));
+  if (!srv.ok()) return ReportError(srv.status());
+  Status s = (*srv)->Run([](int port) {
+    // Scripts and tests wait for this line to know the port (--port 0 picks a free one).
+    std::fprintf(stdout, "xinfer: listening on port %d\n", port);
+    std::fflush(stdout);
+  });
+  if (!s.ok()) return ReportError(s);
+  return 0;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  cmd->add_option("model", f->engine.model, "Hugging Face model folder")->required();
+  cmd->add_option("--host", f->host, "Address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", f->port, "Port (default 8000; 0 picks a free one)");
+  cmd->add_option("--served-model-name", f->served_model_name,
+                  "Model name in the API (default: the model path)");
+  cmd->add_option("--api-key", f->api_key, "Require 'Authorization: Bearer KEY' on /v1/ routes");
+  cmd->add_option("--chat-template", f->chat_template, "Chat template file or text");
+  cmd->add_option("--max-queue-len", f->max_queue_len,
+                  "Waiting requests at most; more get 503 + Retry-After (default 0: no cap)");
+  cmd->add_option("--shutdown-timeout", f->shutdown_timeout,
+                  "Seconds in-flight requests may take to finish after SIGTERM (default 30)");
+  cmd->add_option("--reasoning-parser", f->reasoning_parser,
+                  "Split <think> reasoning into reasoning_content: qwen3");
+  cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
+                "Parse tool calls when tool_choice is auto");
+  cmd->add_option("--tool-call-parser", f->tool_call_parser, "Tool call format: hermes");
+  cmd->add_option("--api-server-threads", f->io_threads, "HTTP event-loop threads (default 1)");
+  cmd->add_option("--max-request-body-bytes", f->max_request_body_bytes,
+                  "Larger request bodies get 413 (default 32 MiB)");
+  cmd->add_option("--timeout-keep-alive", f->timeout_keep_alive,
+                  "Seconds to wait for a request's headers, idle keep-alive included (default 30)");
+  // Test-only: see AsyncEngineOptions::scripted_output_file. Hidden (empty group).
+  cmd->add_option("--debug-scripted-output", f->debug_scripted_output)->group("");
+  AddEngineFlags(cmd, &f->engine);
+  cmd->callback([f, exit_code] { *exit_code = RunServe(*f); });
+}
+
+}  // namespace xinfer

@@ -1,0 +1,260 @@
+// AsyncEngine on the TinyStories model: streaming, cancellation, the queue cap, slow consumers,
+// shutdown, and many threads at once (run under ThreadSanitizer in CI).
+#include "engine/async_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+namespace xinfer {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string StoriesDir() { return std::string(XINFER_SHARED_DIR) + "/models/tinystories-656k"; }
+
+#define REQUIRE_STORIES()                     \
+  if (!std::filesystem::exists(StoriesDir())) \
+  GTEST_SKIP() << StoriesDir()                \
+               << " is absent "               \
+                  "(../shared not available)"
+
+std::unique_ptr<AsyncEngine> MakeEngine(AsyncEngineOptions options = {}, int max_num_seqs = 8) {
+  EngineConfig c;
+  c.model = StoriesDir();
+  c.max_model_len = 256;
+  c.max_num_seqs = max_num_seqs;
+  c.num_gpu_blocks_override = 256;
+  c.threads = 1;
+  auto engine = LLMEngine::Create(c);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  if (!engine.ok()) return nullptr;
+  auto ae = AsyncEngine::Create(std::move(*engine), options);
+  EXPECT_TRUE(ae.ok()) << ae.status().ToString();
+  return ae.ok() ? std::move(*ae) : nullptr;
+}
+
+EngineRequest Request(int max_tokens, int n = 1) {
+  EngineRequest r;
+  r.prompt_ids = {1, 400, 500, 600};
+  r.params.temperature = 0;
+  r.params.max_tokens = max_tokens;
+  r.params.ignore_eos = true;
+  r.params.n = n;
+  return r;
+}
+
+// A consumer that sleeps until the engine notifies it, as the HTTP server does.
+struct Waiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool pending = false;
+  std::function<void()> Notifier() {
+    return [this] {
+      std::lock_guard<std::mutex> l(mu);
+      pending = true;
+      cv.notify_all();
+    };
+  }
+  bool Wait(std::chrono::milliseconds timeout = 30s) {
+    std::unique_lock<std::mutex> l(mu);
+    bool ok = cv.wait_for(l, timeout, [&] { return pending; });
+    pending = false;
+    return ok;
+  }
+};
+
+struct Collected {
+  std::vector<RequestOutput> outputs;
+  Status error;
+  bool done = false;
+};
+
+Collected Collect(RequestStream& s, Waiter& w) {
+  Collected c;
+  while (!c.done) {
+    RequestStream::Batch b = s.Drain();
+    for (auto& o : b.outputs) c.outputs.push_back(std::move(o));
+    c.error = b.error;
+    c.done = b.done;
+    if (!c.done && !w.Wait()) break;
+  }
+  return c;
+}
+
+TEST(AsyncEngineTest, StreamsTokensUntilLength) {
+  REQUIRE_STORIES();
+  auto ae = MakeEngine();
+  ASSERT_NE(ae, nullptr);
+  Waiter w;
+  auto s = ae->Submit("a", Request(12, 2), w.Notifier());
+  ASSERT_TRUE(s.ok());
+  Collected c = Collect(**s, w);
+  ASSERT_TRUE(c.done);
+  EXPECT_TRUE(c.error.ok());
+  int tokens[2] = {0, 0}, finished = 0;
+  for (const auto& o : c.outputs) {
+    tokens[o.index] += static_cast<int>(o.token_ids.size());
+    if (o.finished) {
+      ++finished;
+      EXPECT_EQ(o.finish_reason, "length");
+    }
+  }
+  EXPECT_EQ(tokens[0], 12);
+  EXPECT_EQ(tokens[1], 12);
+  EXPECT_EQ(finished, 2);
+  AsyncEngineStats st = ae->Stats();
+  EXPECT_EQ(st.num_active_requests, 0);
+  EXPECT_EQ(st.metrics.time_to_first_token.count, 1u);
+  EXPECT_EQ(st.metrics.e2e_request_latency.count, 1u);
+  EXPECT_EQ(st.metrics.request_success["length"], 2);
+  EXPECT_GT(st.metrics.inter_token_latency.count, 0u);
+}
+
+TEST(AsyncEngineTest, CancelFreesBlocksWithinAStep) {
+  REQUIRE_STORIES();
+  auto ae = MakeEngine();
+  ASSERT_NE(ae, nullptr);
+  Waiter w;
+  auto s = ae->Submit("long", Request(200), w.Notifier());
+  ASSERT_TRUE(s.ok());
+  // Wait for the first tokens, then cancel.
+  ASSERT_TRUE(w.Wait());
+  EXPECT_GT(ae->Stats().engine.kv_cache_usage, 0);
+  ae->Cancel("long");
+  Collected c = Collect(**s, w);
+  ASSERT_TRUE(c.done);
+  ASSERT_FALSE(c.outputs.empty());
+  EXPECT_EQ(c.outputs.back().finish_reason, "abort");
+  // The abort is reported by the step after the Cancel; the stats of that step show no usage.
+  for (int i = 0; i < 100 && ae->Stats().engine.kv_cache_usage > 0; ++i)
+    std::this_thread::sleep_for(5ms);
+  AsyncEngineStats st = ae->Stats();
+  EXPECT_EQ(st.engine.kv_cache_usage, 0);
+  EXPECT_EQ(st.engine.num_free_blocks, st.engine.num_blocks);
+  EXPECT_EQ(st.metrics.request_success["abort"], 1);
+  ae->Cancel("unknown");  // harmless
+}
+
+TEST(AsyncEngineTest, QueueCapRejectsWithUnavailable) {
+  REQUIRE_STORIES();
+  AsyncEngineOptions o;
+  o.max_queue_len = 2;
+  auto ae = MakeEngine(o, /*max_num_seqs=*/1);
+  ASSERT_NE(ae, nullptr);
+  Waiter w;
+  auto a = ae->Submit("a", Request(200), w.Notifier());
+  ASSERT_TRUE(a.ok());
+  for (int i = 0; i < 1000 && ae->Stats().engine.num_running == 0; ++i)
+    std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(ae->Submit("b", Request(1), [] {}).ok());
+  ASSERT_TRUE(ae->Submit("c", Request(1), [] {}).ok());
+  auto d = ae->Submit("d", Request(1), [] {});
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(d.status().message().find("retry later"), std::string::npos);
+  ae->Cancel("a");
+}
+
+TEST(AsyncEngineTest, SlowConsumerIsDropped) {
+  REQUIRE_STORIES();
+  AsyncEngineOptions o;
+  o.max_buffered_outputs = 3;
+  auto ae = MakeEngine(o);
+  ASSERT_NE(ae, nullptr);
+  Waiter w;
+  auto s = ae->Submit("slow", Request(100), w.Notifier());
+  ASSERT_TRUE(s.ok());
+  // Never drain until the engine gives up on us.
+  for (int i = 0; i < 2000 && ae->Stats().metrics.num_dropped_slow_consumers == 0; ++i)
+    std::this_thread::sleep_for(2ms);
+  RequestStream::Batch b = (*s)->Drain();
+  EXPECT_TRUE(b.done);
+  EXPECT_EQ(b.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(b.outputs.size(), 3u);
+  for (int i = 0; i < 100 && ae->Stats().engine.kv_cache_usage > 0; ++i)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(ae->Stats().engine.kv_cache_usage, 0);
+}
+
+TEST(AsyncEngineTest, ShutdownFinishesInFlightThenRefuses) {
+  REQUIRE_STORIES();
+  auto ae = MakeEngine();
+  ASSERT_NE(ae, nullptr);
+  Waiter w;
+  auto s = ae->Submit("a", Request(20), w.Notifier());
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(ae->Shutdown(30s));
+  Collected c = Collect(**s, w);
+  ASSERT_TRUE(c.done);
+  EXPECT_EQ(c.outputs.back().finish_reason, "length");
+  auto late = ae->Submit("b", Request(1), [] {});
+  EXPECT_EQ(late.status().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(ae->accepting());
+}
+
+TEST(AsyncEngineTest, ShutdownTimeoutAbortsTheRest) {
+  REQUIRE_STORIES();
+  auto ae = MakeEngine();
+  ASSERT_NE(ae, nullptr);
+  Waiter w;
+  auto s = ae->Submit("a", Request(240), w.Notifier());
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(w.Wait());
+  EXPECT_FALSE(ae->Shutdown(0ms));
+  Collected c = Collect(**s, w);
+  EXPECT_TRUE(c.done);
+}
+
+TEST(AsyncEngineTest, ManyThreadsSubmitAndCancel) {
+  REQUIRE_STORIES();
+  auto ae = MakeEngine({}, 16);
+  ASSERT_NE(ae, nullptr);
+  std::atomic<int> completed{0}, aborted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        Waiter w;
+        const std::string id = std::to_string(t) + "-" + std::to_string(i);
+        auto s = ae->Submit(id, Request(8), w.Notifier());
+        ASSERT_TRUE(s.ok());
+        if (i % 3 == 2) ae->Cancel(id);
+        Collected c = Collect(**s, w);
+        ASSERT_TRUE(c.done);
+        (c.outputs.back().finish_reason == "abort" ? aborted : completed)++;
+        (void)ae->Stats();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(completed + aborted, 24);
+  EXPECT_EQ(ae->Stats().num_active_requests, 0);
+}
+
+TEST(AsyncEngineTest, ScriptedOutputReplacesTokens) {
+  REQUIRE_STORIES();
+  const std::string file = ::testing::TempDir() + "/xinfer_script.json";
+  std::ofstream(file) << R"([{"trigger": "dog", "output": "The cat sat."}])";
+  AsyncEngineOptions o;
+  o.scripted_output_file = file;
+  auto ae = MakeEngine(o);
+  ASSERT_NE(ae, nullptr);
+  auto prompt = ae->tokenizer().Encode("The dog", true);
+  ASSERT_TRUE(prompt.ok());
+  EngineRequest r = Request(50);
+  r.prompt_ids = *prompt;
+  Waiter w;
+  auto s = ae->Submit("s", std::move(r), w.Notifier());
+  ASSERT_TRUE(s.ok());
+  Collected c = Collect(**s, w);
+  std::string text;
+  for (const auto& out : c.outputs) text += out.text;
+  EXPECT_EQ(text, "The cat sat.");
+  EXPECT_EQ(c.outputs.back().finish_reason, "stop");
+}
+
+}  // namespace
+}  // namespace xinfer

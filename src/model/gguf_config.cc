@@ -1,0 +1,101 @@
+#include "model/gguf_config.h"
+
+#include <fmt/core.h>
+
+namespace xinfer {
+namespace {
+
+struct ArchName {
+  const char* gguf;
+  const char* hf;
+};
+constexpr ArchName kArchitectures[] = {
+    {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+
+StatusOr<int> PositiveInt(const GgufFile& f, const std::string& key) {
+  XI_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
+  if (v <= 0 || v > (1 << 30)) return InvalidArgument("metadata '{}' = {} is out of range", key, v);
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+StatusOr<std::string> GgufArchitectureToHf(const std::string& gguf_arch) {
+  std::string supported;
+  for (const auto& a : kArchitectures) {
+    if (gguf_arch == a.gguf) return std::string(a.hf);
+    supported += (supported.empty() ? "" : ", ") + std::string(a.gguf);
+  }
+  return Unimplemented("unsupported GGUF architecture '{}' (supported: {})", gguf_arch, supported);
+}
+
+StatusOr<ModelConfig> GgufModelConfig(const GgufFile& f) {
+  XI_ASSIGN_OR_RETURN(std::string arch, f.GetString("general.architecture"));
+  ModelConfig c;
+  XI_ASSIGN_OR_RETURN(c.architecture, GgufArchitectureToHf(arch));
+  c.model_type = arch;
+  const std::string p = arch + ".";
+  XI_ASSIGN_OR_RETURN(c.hidden_size, PositiveInt(f, p + "embedding_length"));
+  XI_ASSIGN_OR_RETURN(c.intermediate_size, PositiveInt(f, p + "feed_forward_length"));
+  XI_ASSIGN_OR_RETURN(c.num_hidden_layers, PositiveInt(f, p + "block_count"));
+  XI_ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(f, p + "attention.head_count"));
+  c.num_key_value_heads = c.num_attention_heads;
+  if (f.Has(p + "attention.head_count_kv")) {
+    XI_ASSIGN_OR_RETURN(c.num_key_value_heads, PositiveInt(f, p + "attention.head_count_kv"));
+  }
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    return InvalidArgument("{} attention heads do not divide into {} key/value heads",
+                           c.num_attention_heads, c.num_key_value_heads);
+  if (f.Has(p + "attention.key_length")) {
+    XI_ASSIGN_OR_RETURN(c.head_dim, PositiveInt(f, p + "attention.key_length"));
+  } else {
+    if (c.hidden_size % c.num_attention_heads != 0)
+      return InvalidArgument("embedding_length {} is not a multiple of head_count {}",
+                             c.hidden_size, c.num_attention_heads);
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  if (f.Has(p + "attention.value_length")) {
+    XI_ASSIGN_OR_RETURN(int v, PositiveInt(f, p + "attention.value_length"));
+    if (v != c.head_dim)
+      return Unimplemented("attention.value_length {} differs from key_length {}", v, c.head_dim);
+  }
+  if (f.Has(p + "rope.dimension_count")) {
+    XI_ASSIGN_OR_RETURN(int rot, PositiveInt(f, p + "rope.dimension_count"));
+    if (rot != c.head_dim)
+      return Unimplemented("partial rotary embeddings (rope.dimension_count {} < head dim {})", rot,
+                           c.head_dim);
+  }
+  if (const GgufValue* s = f.Find(p + "rope.scaling.type"))
+    if (s->type != GgufType::kString || (s->str != "none" && !s->str.empty()))
+      return Unimplemented("rope scaling '{}' is not supported", s->ToString());
+  XI_ASSIGN_OR_RETURN(c.rms_norm_eps, f.GetDouble(p + "attention.layer_norm_rms_epsilon"));
+  if (f.Has(p + "rope.freq_base")) {
+    XI_ASSIGN_OR_RETURN(c.rope_theta, f.GetDouble(p + "rope.freq_base"));
+  }
+  if (f.Has(p + "context_length")) {
+    XI_ASSIGN_OR_RETURN(c.max_position_embeddings, PositiveInt(f, p + "context_length"));
+  }
+
+  const GgufTensorInfo* embd = f.FindTensor("token_embd.weight");
+  if (embd == nullptr) return NotFound("tensor 'token_embd.weight' not found");
+  if (embd->ne.size() != 2 || embd->ne[0] != c.hidden_size)
+    return InvalidArgument("token_embd.weight has dimensions {} (expected [{}, vocab])",
+                           ShapeToString(embd->ne), c.hidden_size);
+  c.vocab_size = static_cast<int>(embd->ne[1]);
+  c.tie_word_embeddings = f.FindTensor("output.weight") == nullptr;
+  c.attention_bias = f.FindTensor("blk.0.attn_q.bias") != nullptr;
+  c.torch_dtype = GgmlTypeName(embd->type);
+  if (auto bos = f.GetInt("tokenizer.ggml.bos_token_id"); bos.ok())
+    c.bos_token_id = static_cast<int>(*bos);
+  if (auto eos = f.GetInt("tokenizer.ggml.eos_token_id"); eos.ok())
+    c.eos_token_ids.push_back(static_cast<int>(*eos));
+  if (auto eot = f.GetInt("tokenizer.ggml.eot_token_id"); eot.ok())
+    if (c.eos_token_ids.empty() || c.eos_token_ids[0] != *eot)
+      c.eos_token_ids.push_back(static_cast<int>(*eot));
+  c.quantization.method = "gguf";
+  if (auto ft = f.GetInt("general.file_type"); ft.ok())
+    c.quantization.version = fmt::format("file_type {}", *ft);
+  return c;
+}
+
+}  // namespace xinfer

@@ -1,0 +1,98 @@
+#include "server/metrics.h"
+
+#include <fmt/core.h>
+
+namespace xinfer::server {
+namespace {
+
+std::string Label(const std::string& model) {
+  // Prometheus label values escape backslash, quote and newline.
+  std::string v;
+  for (char c : model) {
+    if (c == '\\' || c == '"') v += '\\';
+    if (c == '\n') {
+      v += "\\n";
+      continue;
+    }
+    v += c;
+  }
+  return "model_name=\"" + v + "\"";
+}
+
+void Gauge(std::string& out, const char* name, const char* help, const std::string& labels,
+           double value) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{{{}}} {}\n", name, help, name, name, labels,
+                     value);
+}
+
+void Counter(std::string& out, const char* name, const char* help, const std::string& labels,
+             double value) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{}_total{{{}}} {}\n", name, help, name, name,
+                     labels, value);
+}
+
+void Hist(std::string& out, const char* name, const char* help, const std::string& labels,
+          const Histogram& h) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    cumulative += h.counts[i];
+    out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, h.bounds[i], cumulative);
+  }
+  cumulative += h.counts.back();
+  out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, cumulative);
+  out += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", name, labels, h.sum, name, labels,
+                     h.count);
+}
+
+}  // namespace
+
+std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model_name) {
+  const std::string l = Label(model_name);
+  const EngineStats& e = s.engine;
+  std::string out;
+  Gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", l,
+        e.num_running);
+  Gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", l,
+        e.num_waiting + s.num_submitted_pending);
+  Gauge(out, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", l,
+        e.kv_cache_usage);
+  Gauge(out, "xinfer:num_kv_blocks", "KV-cache blocks in total.", l, e.num_blocks);
+  Gauge(out, "xinfer:num_free_kv_blocks", "KV-cache blocks free (or holding evictable prefixes).",
+        l, e.num_free_blocks);
+  Gauge(out, "xinfer:num_active_requests", "Requests submitted and not finished.", l,
+        s.num_active_requests);
+  Counter(out, "vllm:num_preemptions", "Cumulative number of preemptions from the engine.", l,
+          static_cast<double>(e.num_preemptions));
+  Counter(out, "vllm:prefix_cache_queries",
+          "Prefix cache queries, in terms of number of queried tokens.", l,
+          static_cast<double>(e.prefix_cache_queries));
+  Counter(out, "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          l, static_cast<double>(e.prefix_cache_hits));
+  Counter(out, "vllm:prompt_tokens", "Number of prefill tokens processed.", l,
+          static_cast<double>(e.prompt_tokens));
+  Counter(out, "vllm:generation_tokens", "Number of generation tokens processed.", l,
+          static_cast<double>(e.generation_tokens));
+  Counter(out, "xinfer:dropped_slow_clients",
+          "Requests dropped because the client read too slowly.", l,
+          static_cast<double>(s.metrics.num_dropped_slow_consumers));
+  out +=
+      "# HELP vllm:request_success Count of successfully processed requests.\n"
+      "# TYPE vllm:request_success counter\n";
+  for (const char* reason : {"stop", "length", "abort"}) {
+    auto it = s.metrics.request_success.find(reason);
+    out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", l, reason,
+                       it == s.metrics.request_success.end() ? 0 : it->second);
+  }
+  Hist(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", l,
+       s.metrics.time_to_first_token);
+  Hist(out, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", l,
+       s.metrics.inter_token_latency);
+  Hist(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", l,
+       s.metrics.e2e_request_latency);
+  Hist(out, "vllm:request_queue_time_seconds",
+       "Histogram of time spent in WAITING phase for request.", l, s.metrics.request_queue_time);
+  return out;
+}
+
+}  // namespace xinfer::server

@@ -1,0 +1,231 @@
+#include "server/openai_server.h"
+
+#include <csignal>
+#include <thread>
+
+#include "base/logging.h"
+#include "server/errors.h"
+#include "server/generation.h"
+#include "server/metrics.h"
+
+namespace xinfer::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+net::awaitable<void> SendError(HttpExchange& ex, const ErrorResponse& e) {
+  co_await ex.Respond(static_cast<http::status>(e.status), "application/json", e.body, e.headers);
+}
+
+}  // namespace
+
+OpenAIServer::OpenAIServer(std::unique_ptr<AsyncEngine> engine,
+                           std::unique_ptr<PromptBuilder> prompts, ServeOptions options)
+    : engine_(std::move(engine)), prompts_(std::move(prompts)), options_(std::move(options)) {
+  created_ = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+}
+
+OpenAIServer::~OpenAIServer() = default;
+
+StatusOr<std::unique_ptr<OpenAIServer>> OpenAIServer::Create(std::unique_ptr<AsyncEngine> engine,
+                                                             std::unique_ptr<PromptBuilder> prompts,
+                                                             ServeOptions options) {
+  if (!engine) return InvalidArgument("the server needs an engine");
+  const ServerConfig& c = options.config;
+  if (!c.tool_call_parser.empty() && c.tool_call_parser != "hermes")
+    return InvalidArgument("--tool-call-parser: only 'hermes' is supported, got '{}'",
+                           c.tool_call_parser);
+  if (c.enable_auto_tool_choice && c.tool_call_parser.empty())
+    return InvalidArgument("--enable-auto-tool-choice requires --tool-call-parser");
+  if (!c.reasoning_parser.empty() && c.reasoning_parser != "qwen3")
+    return InvalidArgument("--reasoning-parser: only 'qwen3' is supported, got '{}'",
+                           c.reasoning_parser);
+  if (options.io_threads < 1) return InvalidArgument("io threads must be >= 1");
+  if (options.shutdown_timeout.count() < 0)
+    return InvalidArgument("--shutdown-timeout must be >= 0");
+  options.http.error_body = [](int status, const std::string& message) {
+    return ErrorBody(status, message);
+  };
+  return std::unique_ptr<OpenAIServer>(
+      new OpenAIServer(std::move(engine), std::move(prompts), std::move(options)));
+}
+
+ProtocolContext OpenAIServer::Context() const {
+  return ProtocolContext{options_.config,
+                         prompts_.get(),
+                         engine_->tokenizer(),
+                         engine_->default_sampling_params(),
+                         engine_->config().max_model_len,
+                         engine_->model_config().vocab_size};
+}
+
+net::awaitable<void> OpenAIServer::Json(HttpExchange& ex, const json& body) {
+  co_await ex.Respond(http::status::ok, "application/json", Dump(body));
+}
+
+StatusOr<json> OpenAIServer::TokenizeBody(const json& body) const {
+  XI_RETURN_IF_ERROR(CheckModel(body, options_.config));
+  std::vector<int32_t> ids;
+  if (body.contains("messages")) {
+    json chat = {{"messages", body["messages"]}};
+    static const std::string kKeys[] = {"tools", "chat_template_kwargs", "add_generation_prompt"};
+    for (const std::string& k : kKeys)
+      if (body.contains(k)) chat[k] = body[k];
+    if (!prompts_) return NoChatTemplate();
+    XI_ASSIGN_OR_RETURN(ids, prompts_->Build(chat));
+  } else if (body.contains("prompt") && body["prompt"].is_string()) {
+    const bool special = body.value("add_special_tokens", true);
+    XI_ASSIGN_OR_RETURN(ids,
+                        engine_->tokenizer().Encode(body["prompt"].get<std::string>(), special));
+  } else {
+    return InvalidArgument("prompt must be a string (or give messages)");
+  }
+  return json{{"count", ids.size()},
+              {"max_model_len", engine_->config().max_model_len},
+              {"tokens", ids},
+              {"token_strs", nullptr}};
+}
+
+StatusOr<json> OpenAIServer::DetokenizeBody(const json& body) const {
+  XI_RETURN_IF_ERROR(CheckModel(body, options_.config));
+  const int vocab = engine_->model_config().vocab_size;
+  std::vector<int32_t> ids;
+  if (!body.contains("tokens") || !body["tokens"].is_array())
+    return InvalidArgument("tokens must be a list of token ids");
+  for (const json& t : body["tokens"]) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab)
+      return InvalidArgument("tokens must be a list of token ids in [0, {})", vocab);
+    ids.push_back(t.get<int32_t>());
+  }
+  return json{{"prompt", engine_->tokenizer().Decode(ids)}};
+}
+
+json OpenAIServer::ModelsBody() const {
+  json model = {{"id", options_.config.served_model_name},
+                {"object", "model"},
+                {"created", created_},
+                {"owned_by", "xinfer"},
+                {"root", options_.config.model_path},
+                {"parent", nullptr},
+                {"max_model_len", engine_->config().max_model_len},
+                {"permission", json::array()}};
+  return {{"object", "list"}, {"data", json::array({model})}};
+}
+
+net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
+  const HttpRequest& req = ex.request();
+  std::string path(req.target());
+  if (size_t q = path.find('?'); q != std::string::npos) path.resize(q);
+  const bool get = req.method() == http::verb::get;
+  const bool post = req.method() == http::verb::post;
+
+  if (path.rfind("/v1/", 0) == 0 && !options_.config.api_key.empty()) {
+    const std::string auth(req[http::field::authorization]);
+    if (auth != "Bearer " + options_.config.api_key) {
+      co_await SendError(ex, MakeError(401, auth.empty() ? "missing API key: send "
+                                                           "'Authorization: Bearer <key>'"
+                                                         : "invalid API key"));
+      co_return;
+    }
+  }
+  if (path == "/health" && get) {
+    co_await ex.Respond(http::status::ok, "text/plain", "");
+    co_return;
+  }
+  if (path == "/version" && get) {
+    json version = json::object();
+    version["version"] = options_.config.version;
+    co_await Json(ex, version);
+    co_return;
+  }
+  if (path == "/metrics" && get) {
+    co_await ex.Respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
+                        FormatPrometheus(engine_->Stats(), options_.config.served_model_name));
+    co_return;
+  }
+  if (path == "/v1/models" && get) {
+    co_await Json(ex, ModelsBody());
+    co_return;
+  }
+  const bool known_post = path == "/v1/chat/completions" || path == "/v1/completions" ||
+                          path == "/tokenize" || path == "/detokenize";
+  if (!known_post || !post) {
+    const bool known_get =
+        path == "/health" || path == "/version" || path == "/metrics" || path == "/v1/models";
+    if (known_post || known_get) {
+      co_await SendError(ex, MakeError(405, fmt::format("method {} is not allowed on {}",
+                                                        std::string(req.method_string()), path)));
+    } else {
+      co_await SendError(ex, MakeError(404, fmt::format("route {} {} not found",
+                                                        std::string(req.method_string()), path)));
+    }
+    co_return;
+  }
+  json body = json::parse(req.body(), nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    co_await SendError(ex, MakeError(400, "the request body must be a JSON object"));
+    co_return;
+  }
+  if (path == "/tokenize" || path == "/detokenize") {
+    StatusOr<json> r = path == "/tokenize" ? TokenizeBody(body) : DetokenizeBody(body);
+    if (!r.ok()) {
+      co_await RespondError(ex, r.status());
+    } else {
+      co_await Json(ex, *r);
+    }
+    co_return;
+  }
+  const ProtocolContext ctx = Context();
+  StatusOr<GenerationRequest> parsed = path == "/v1/chat/completions"
+                                           ? ParseChatRequest(body, ctx)
+                                           : ParseCompletionRequest(body, ctx);
+  if (!parsed.ok()) {
+    co_await RespondError(ex, parsed.status());
+    co_return;
+  }
+  co_await HandleGeneration(ex, *engine_, std::move(*parsed));
+}
+
+Status OpenAIServer::Run(const std::function<void(int)>& on_listening) {
+  net::io_context ioc(options_.io_threads);
+  HttpServer http(ioc, options_.http, [this](HttpExchange& ex) { return Route(ex); });
+  XI_ASSIGN_OR_RETURN(int port, http.Listen(options_.host, options_.port));
+  auto work = net::make_work_guard(ioc);
+  http.Start();
+
+  std::thread drainer;
+  std::atomic<bool> stopping{false};
+  net::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const beast::error_code& ec, int signo) {
+    if (ec || stopping.exchange(true)) return;
+    XI_LOG_INFO("received signal {}: no new connections; draining in-flight requests (up to {} ms)",
+                signo, options_.shutdown_timeout.count());
+    http.StopAccepting();
+    drainer = std::thread([&] {
+      const bool drained = engine_->Shutdown(options_.shutdown_timeout);
+      if (!drained) XI_LOG_WARN("shutdown timeout: unfinished requests were aborted");
+      // Let the connections write what the engine produced last.
+      for (int i = 0; i < 500 && http.active_exchanges() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      work.reset();
+      ioc.stop();
+    });
+  });
+  XI_LOG_INFO("serving {} on http://{}:{}", options_.config.served_model_name, options_.host, port);
+  if (on_listening) on_listening(port);
+
+  std::vector<std::thread> threads;
+  for (int i = 1; i < options_.io_threads; ++i) threads.emplace_back([&] { ioc.run(); });
+  ioc.run();
+  for (auto& t : threads) t.join();
+  if (drainer.joinable()) drainer.join();
+  XI_LOG_INFO("server stopped");
+  return Status::Ok();
+}
+
+}  // namespace xinfer::server

@@ -1,0 +1,149 @@
+// The reasoning and tool-call parsers (whole outputs and every way of cutting them into deltas),
+// the error mapping and the Prometheus format.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/errors.h"
+#include "server/metrics.h"
+#include "server/reasoning_parser.h"
+#include "server/tool_parser.h"
+
+namespace xinfer::server {
+namespace {
+
+using nlohmann::json;
+
+TEST(ReasoningParserTest, SplitsWholeOutput) {
+  auto r = SplitQwen3Reasoning("<think>\nhmm\n</think>\n\nHello");
+  EXPECT_EQ(*r.reasoning, "\nhmm\n");
+  EXPECT_EQ(*r.content, "\n\nHello");
+  r = SplitQwen3Reasoning("just content");
+  EXPECT_FALSE(r.reasoning);
+  EXPECT_EQ(*r.content, "just content");
+  r = SplitQwen3Reasoning("<think>truncated");
+  EXPECT_EQ(*r.reasoning, "truncated");
+  EXPECT_FALSE(r.content);
+  r = SplitQwen3Reasoning("prompt-opened</think>answer");  // <think> was in the prompt
+  EXPECT_EQ(*r.reasoning, "prompt-opened");
+  EXPECT_EQ(*r.content, "answer");
+}
+
+// Every split point into three deltas gives the same result as the whole text.
+TEST(ReasoningParserTest, StreamingMatchesWholeForEveryCut) {
+  const std::string text = "<think>\nabc</thi nk>x\n</think>\n\nThe answer";
+  for (size_t i = 0; i <= text.size(); ++i) {
+    for (size_t j = i; j <= text.size(); ++j) {
+      Qwen3ReasoningStream s;
+      std::string reasoning, content;
+      for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)}) {
+        auto d = s.Append(piece);
+        reasoning += d.reasoning;
+        content += d.content;
+      }
+      auto d = s.Finish();
+      reasoning += d.reasoning;
+      content += d.content;
+      ASSERT_EQ(reasoning, "\nabc</thi nk>x\n") << i << "," << j;
+      ASSERT_EQ(content, "\n\nThe answer") << i << "," << j;
+    }
+  }
+}
+
+TEST(ToolParserTest, ParsesHermesCalls) {
+  auto r = ParseHermesToolCalls(
+      "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "f");
+  EXPECT_EQ(json::parse(r.calls[0].arguments), json({{"a", 1}}));
+  EXPECT_EQ(r.calls[1].name, "g");
+  EXPECT_EQ(*r.content, "Sure.\n");
+  EXPECT_NE(r.calls[0].id, r.calls[1].id);
+  EXPECT_EQ(r.calls[0].ToJson()["type"], "function");
+}
+
+TEST(ToolParserTest, InvalidJsonStaysContent) {
+  auto r = ParseHermesToolCalls("<tool_call>{\"name\": oops}</tool_call>");
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(*r.content, "<tool_call>{\"name\": oops}</tool_call>");
+  r = ParseHermesToolCalls("no calls");
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(*r.content, "no calls");
+}
+
+TEST(ToolParserTest, StreamingMatchesWholeForEveryCut) {
+  const std::string text =
+      "Let me check.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Oslo\"}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {\"x\": [1, 2]}}\n"
+      "</tool_call>";
+  for (size_t i = 0; i <= text.size(); ++i) {
+    for (size_t j = i; j <= text.size(); j += 3) {
+      HermesToolStream s;
+      std::string content;
+      std::vector<json> deltas;
+      auto take = [&](HermesToolStream::Delta d) {
+        content += d.content;
+        for (auto& t : d.tool_call_deltas) deltas.push_back(t);
+      };
+      for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)})
+        take(s.Append(piece));
+      take(s.Finish());
+      ASSERT_EQ(content, "Let me check.\n") << i << "," << j;
+      ASSERT_EQ(deltas.size(), 4u);
+      EXPECT_EQ(deltas[0]["function"]["name"], "f");
+      EXPECT_EQ(deltas[0]["function"]["arguments"], "");
+      EXPECT_EQ(json::parse(deltas[1]["function"]["arguments"].get<std::string>()),
+                json({{"city", "Oslo"}}));
+      EXPECT_EQ(deltas[2]["index"], 1);
+      EXPECT_EQ(deltas[2]["function"]["name"], "g");
+    }
+  }
+}
+
+TEST(ToolParserTest, UnterminatedCallAtTheEnd) {
+  HermesToolStream s;
+  auto d = s.Append("<tool_call>{\"name\": \"f\", \"arguments\": {}}");
+  EXPECT_TRUE(d.tool_call_deltas.empty());
+  d = s.Finish();
+  ASSERT_EQ(d.tool_call_deltas.size(), 2u);
+  EXPECT_EQ(s.num_calls(), 1);
+}
+
+TEST(ErrorsTest, MapsStatusCodesInOnePlace) {
+  auto e = ErrorFromStatus(InvalidArgument("top_p must be in (0, 1], got 0"));
+  EXPECT_EQ(e.status, 400);
+  json j = json::parse(e.body);
+  EXPECT_EQ(j["error"]["param"], "top_p");
+  EXPECT_EQ(j["error"]["code"], 400);
+  EXPECT_EQ(j["error"]["type"], "BadRequestError");
+  EXPECT_EQ(ErrorFromStatus(NotFound("The model `x` does not exist.")).status, 404);
+  auto busy = ErrorFromStatus(Status(StatusCode::kUnavailable, "retry later"));
+  EXPECT_EQ(busy.status, 503);
+  ASSERT_EQ(busy.headers.size(), 1u);
+  EXPECT_EQ(busy.headers[0].first, "Retry-After");
+  EXPECT_EQ(ErrorFromStatus(Internal("boom")).status, 500);
+  EXPECT_EQ(ErrorFromStatus(OutOfRange("too long")).status, 400);
+  EXPECT_TRUE(json::parse(MakeError(401, "bad key").body)["error"]["param"].is_null());
+}
+
+TEST(MetricsTest, PrometheusTextHasVllmNames) {
+  AsyncEngineStats s;
+  s.engine.num_running = 3;
+  s.metrics.time_to_first_token.Observe(0.05);
+  s.metrics.request_success["stop"] = 2;
+  std::string text = FormatPrometheus(s, "m\"x");
+  EXPECT_NE(text.find("vllm:num_requests_running{model_name=\"m\\\"x\"} 3"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE vllm:prompt_tokens counter"), std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:request_success_total{model_name=\"m\\\"x\",finished_reason=\"stop\"} 2"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"x\",le=\"+Inf\"} 1"),
+      std::string::npos);
+  EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"m\\\"x\"} 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace xinfer::server

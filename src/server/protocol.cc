@@ -1,0 +1,249 @@
+#include "server/protocol.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <random>
+
+#include "engine/request_json.h"
+
+namespace xinfer::server {
+namespace {
+
+using nlohmann::json;
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Fields shared by both endpoints: stream, stream_options, priority, model.
+Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationRequest& r) {
+  if (!body.is_object()) return InvalidArgument("the request body must be a JSON object");
+  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
+  r.model = ctx.config.served_model_name;
+  r.created = NowSeconds();
+  if (body.contains("stream") && !body["stream"].is_null()) {
+    if (!body["stream"].is_boolean()) return InvalidArgument("stream must be a boolean");
+    r.stream = body["stream"].get<bool>();
+  }
+  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+    const json& so = body["stream_options"];
+    if (!r.stream) return InvalidArgument("stream_options can only be given when stream is true");
+    if (!so.is_object()) return InvalidArgument("stream_options must be an object");
+    for (const char* key : {"include_usage", "continuous_usage_stats"}) {
+      if (so.contains(key) && !so[key].is_null() && !so[key].is_boolean())
+        return InvalidArgument("stream_options.{} must be a boolean", key);
+    }
+    r.include_usage = so.value("include_usage", false);
+    r.continuous_usage_stats = so.value("continuous_usage_stats", false);
+  }
+  if (body.contains("priority") && !body["priority"].is_null()) {
+    if (!body["priority"].is_number_integer())
+      return InvalidArgument("priority must be an integer");
+    r.priority = body["priority"].get<int>();
+  }
+  return Status::Ok();
+}
+
+// Sampling parameters for a prompt of `prompt_len` tokens, range-checked, and the context check
+// vLLM makes (prompt + max_tokens within max_model_len).
+Status ParseParams(const json& body, const ProtocolContext& ctx, int prompt_len,
+                   const SamplingParams& defaults, GenerationRequest& r) {
+  XI_ASSIGN_OR_RETURN(r.params, ParseSamplingParams(body, defaults, ctx.max_model_len, prompt_len));
+  XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size));
+  if (prompt_len >= ctx.max_model_len)
+    return InvalidArgument(
+        "This model's maximum context length is {} tokens. However, your prompt has {} tokens; "
+        "please reduce its length.",
+        ctx.max_model_len, prompt_len);
+  if (static_cast<int64_t>(prompt_len) + r.params.max_tokens > ctx.max_model_len)
+    return InvalidArgument(
+        "max_tokens is too large: this model's maximum context length is {} tokens. However, "
+        "you requested {} tokens ({} in the prompt, {} for the completion). Please reduce the "
+        "length of the prompt or the completion.",
+        ctx.max_model_len, prompt_len + r.params.max_tokens, prompt_len, r.params.max_tokens);
+  return Status::Ok();
+}
+
+// OpenAI content parts ([{"type": "text", "text": ...}]) → the plain string chat templates
+// expect, as vLLM does for text-only models.
+StatusOr<json> NormalizeMessages(const json& messages) {
+  if (!messages.is_array() || messages.empty())
+    return InvalidArgument("messages must be a non-empty list");
+  json out = json::array();
+  for (const json& m : messages) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return InvalidArgument("messages: each message must be an object with a string 'role'");
+    json copy = m;
+    if (m.contains("content") && m["content"].is_array()) {
+      std::string text;
+      for (const json& part : m["content"]) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+          return InvalidArgument("messages: only text content parts are supported");
+        if (!text.empty()) text += "\n";
+        text += part["text"].get<std::string>();
+      }
+      copy["content"] = text;
+    } else if (m.contains("content") && !m["content"].is_string() && !m["content"].is_null()) {
+      return InvalidArgument("messages: content must be a string or a list of parts");
+    }
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationRequest& r,
+                  bool* include_tools) {
+  *include_tools = false;
+  const bool has_tools = body.contains("tools") && !body["tools"].is_null();
+  if (has_tools) {
+    const json& tools = body["tools"];
+    if (!tools.is_array()) return InvalidArgument("tools must be a list");
+    for (const json& t : tools) {
+      if (!t.is_object() || t.value("type", "function") != "function" || !t.contains("function") ||
+          !t["function"].is_object() || !t["function"].contains("name") ||
+          !t["function"]["name"].is_string())
+        return InvalidArgument(
+            "tools: each tool must be {{\"type\": \"function\", \"function\": "
+            "{{\"name\": ...}}}}");
+    }
+    *include_tools = !tools.empty();
+  }
+  std::string choice = *include_tools ? "auto" : "none";
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const json& tc = body["tool_choice"];
+    if (tc.is_string()) {
+      choice = tc.get<std::string>();
+      if (choice != "auto" && choice != "none" && choice != "required")
+        return InvalidArgument("tool_choice must be 'none', 'auto', 'required' or a function");
+    } else if (tc.is_object()) {
+      choice = "named";
+    } else {
+      return InvalidArgument("tool_choice must be a string or an object");
+    }
+  }
+  if (choice == "none") return Status::Ok();
+  if (!*include_tools) return InvalidArgument("tool_choice needs a non-empty 'tools' list");
+  if (choice == "required" || choice == "named")
+    return Unimplemented(
+        "tool_choice '{}' needs guided decoding, which xinfer does not support; use 'auto'",
+        choice == "named" ? "function" : choice);
+  if (!ctx.config.enable_auto_tool_choice || ctx.config.tool_call_parser.empty())
+    return InvalidArgument(
+        "tool_choice \"auto\" requires --enable-auto-tool-choice and --tool-call-parser to be "
+        "set");
+  r.parse_tool_calls = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string NewRequestId(const std::string& prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}{:016x}{:016x}", prefix, rng(), rng());
+}
+
+Status NoChatTemplate() {
+  return InvalidArgument("messages: the model has no chat template; pass --chat-template");
+}
+
+Status CheckModel(const json& body, const ServerConfig& config) {
+  if (!body.is_object() || !body.contains("model") || body["model"].is_null()) return Status::Ok();
+  if (!body["model"].is_string()) return InvalidArgument("model must be a string");
+  const std::string m = body["model"].get<std::string>();
+  if (m != config.served_model_name) return NotFound("The model `{}` does not exist.", m);
+  return Status::Ok();
+}
+
+StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolContext& ctx) {
+  GenerationRequest r;
+  r.endpoint = Endpoint::kChat;
+  XI_RETURN_IF_ERROR(ParseCommon(body, ctx, r));
+  r.id = NewRequestId("chatcmpl-");
+  if (!body.contains("messages")) return InvalidArgument("messages is required");
+  XI_ASSIGN_OR_RETURN(json messages, NormalizeMessages(body["messages"]));
+  bool include_tools = false;
+  XI_RETURN_IF_ERROR(CheckTools(body, ctx, r, &include_tools));
+  r.parse_reasoning = ctx.config.reasoning_parser == "qwen3";
+  // OpenAI chat: `logprobs` is a boolean and top_logprobs needs it.
+  if (body.contains("logprobs") && !body["logprobs"].is_null() && !body["logprobs"].is_boolean())
+    return InvalidArgument("logprobs must be a boolean");
+  if (body.contains("top_logprobs") && !body["top_logprobs"].is_null() &&
+      !body.value("logprobs", false))
+    return InvalidArgument("top_logprobs requires logprobs to be true");
+
+  json chat = {{"messages", std::move(messages)}};
+  if (include_tools) chat["tools"] = body["tools"];
+  if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+    if (!body["chat_template_kwargs"].is_object())
+      return InvalidArgument("chat_template_kwargs must be an object");
+    chat["chat_template_kwargs"] = body["chat_template_kwargs"];
+  }
+  if (body.contains("add_generation_prompt")) {
+    if (!body["add_generation_prompt"].is_boolean())
+      return InvalidArgument("add_generation_prompt must be a boolean");
+    chat["add_generation_prompt"] = body["add_generation_prompt"];
+  }
+  if (ctx.prompts == nullptr) return NoChatTemplate();
+  auto ids = ctx.prompts->Build(chat);
+  if (!ids.ok()) return ids.status().WithContext("messages");
+  if (ids->empty()) return InvalidArgument("messages rendered to an empty prompt");
+  XI_RETURN_IF_ERROR(ParseParams(body, ctx, static_cast<int>(ids->size()), ctx.defaults, r));
+  r.prompts.push_back(std::move(*ids));
+  return r;
+}
+
+StatusOr<GenerationRequest> ParseCompletionRequest(const json& body, const ProtocolContext& ctx) {
+  GenerationRequest r;
+  r.endpoint = Endpoint::kCompletion;
+  XI_RETURN_IF_ERROR(ParseCommon(body, ctx, r));
+  r.id = NewRequestId("cmpl-");
+  if (!body.contains("prompt") || body["prompt"].is_null())
+    return InvalidArgument("prompt is required");
+  if (body.contains("suffix") && !body["suffix"].is_null())
+    return Unimplemented("suffix is not supported");
+  if (body.contains("echo") && !body["echo"].is_null()) {
+    if (!body["echo"].is_boolean()) return InvalidArgument("echo must be a boolean");
+    r.echo = body["echo"].get<bool>();
+  }
+  if (body.contains("logprobs") && !body["logprobs"].is_null() &&
+      !body["logprobs"].is_number_integer())
+    return InvalidArgument("logprobs must be an integer");
+  // prompt: a string, a list of strings, a list of token ids or a list of such lists.
+  const json& p = body["prompt"];
+  auto ids_of = [&](const json& x) -> StatusOr<std::vector<int32_t>> {
+    if (x.is_string()) return ctx.tokenizer.Encode(x.get<std::string>(), true);
+    if (!x.is_array()) return InvalidArgument("prompt must be a string or a list");
+    std::vector<int32_t> ids;
+    for (const json& t : x) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.vocab_size)
+        return InvalidArgument("prompt token ids must be integers in [0, {})", ctx.vocab_size);
+      ids.push_back(t.get<int32_t>());
+    }
+    return ids;
+  };
+  std::vector<json> items;
+  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
+    for (const json& x : p) items.push_back(x);
+  } else {
+    items.push_back(p);
+  }
+  if (items.size() > 1024) return InvalidArgument("prompt holds more than 1024 prompts");
+  // OpenAI's completions default is 16 tokens (unlike chat, which fills the context).
+  SamplingParams defaults = ctx.defaults;
+  defaults.max_tokens = 16;
+  json b = body;
+  if (!b.contains("max_tokens") || b["max_tokens"].is_null()) b["max_tokens"] = 16;
+  for (const json& x : items) {
+    XI_ASSIGN_OR_RETURN(auto ids, ids_of(x));
+    if (ids.empty()) return InvalidArgument("prompt must not be empty");
+    XI_RETURN_IF_ERROR(ParseParams(b, ctx, static_cast<int>(ids.size()), defaults, r));
+    r.prompts.push_back(std::move(ids));
+  }
+  return r;
+}
+
+}  // namespace xinfer::server

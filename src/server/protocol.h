@@ -1,0 +1,73 @@
+// OpenAI request bodies (/v1/chat/completions, /v1/completions) → what the engine runs.
+// Every problem a client can cause is a Status (InvalidArgument names the field first, so the
+// error's `param` is filled in; NotFound for an unknown model; Unimplemented for options xinfer
+// does not support). Pure functions of their inputs; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/prompt_builder.h"
+#include "sampling/sampling_params.h"
+#include "tokenizer/tokenizer.h"
+
+namespace xinfer::server {
+
+// Server-wide settings the protocol needs (from `xinfer serve` flags).
+struct ServerConfig {
+  std::string served_model_name;
+  std::string model_path;
+  std::string api_key;  // empty: no authentication
+  std::string version;
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;  // "" or "hermes"
+  std::string reasoning_parser;  // "" or "qwen3"
+};
+
+// What parsing needs besides the body.
+struct ProtocolContext {
+  const ServerConfig& config;
+  const PromptBuilder* prompts;  // null: the model has no chat template
+  const Tokenizer& tokenizer;
+  const SamplingParams& defaults;
+  int max_model_len = 0;
+  int vocab_size = 0;
+};
+
+enum class Endpoint { kChat, kCompletion };
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string id;  // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;
+  std::string model;
+  // Chat: one prompt. Completions: one per entry of a batched `prompt`; choice i*n+j of the
+  // response is choice j of prompt i.
+  std::vector<std::vector<int32_t>> prompts;
+  SamplingParams params;
+  int priority = 0;
+  bool stream = false;
+  bool include_usage = false;           // stream_options.include_usage
+  bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats (vLLM)
+  bool parse_tool_calls = false;        // tools given, tool_choice auto, hermes parser on
+  bool parse_reasoning = false;         // --reasoning-parser qwen3
+  bool echo = false;                    // completions: prepend the prompt text
+};
+
+// The error chat requests get when the model has no chat template.
+Status NoChatTemplate();
+
+StatusOr<GenerationRequest> ParseChatRequest(const nlohmann::json& body,
+                                             const ProtocolContext& ctx);
+StatusOr<GenerationRequest> ParseCompletionRequest(const nlohmann::json& body,
+                                                   const ProtocolContext& ctx);
+
+// NotFound unless `body.model` is absent or names the served model.
+Status CheckModel(const nlohmann::json& body, const ServerConfig& config);
+
+// "<prefix><32 hex digits>".
+std::string NewRequestId(const std::string& prefix);
+
+}  // namespace xinfer::server

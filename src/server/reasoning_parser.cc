@@ -1,0 +1,81 @@
+#include "server/reasoning_parser.h"
+
+namespace xinfer::server {
+namespace {
+
+constexpr std::string_view kStart = "<think>";
+constexpr std::string_view kEnd = "</think>";
+
+// Length of the longest suffix of `s` that is a proper prefix of `tag` (a tag split across
+// deltas).
+size_t PartialTagSuffix(std::string_view s, std::string_view tag) {
+  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
+    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+ReasoningSplit SplitQwen3Reasoning(std::string_view text) {
+  ReasoningSplit r;
+  const bool starts = text.substr(0, kStart.size()) == kStart;
+  const size_t end = text.find(kEnd);
+  if (end == std::string_view::npos) {
+    if (starts) {
+      r.reasoning = std::string(text.substr(kStart.size()));
+    } else if (!text.empty()) {
+      r.content = std::string(text);
+    }
+    return r;
+  }
+  std::string_view before = text.substr(0, end);
+  if (starts) before.remove_prefix(kStart.size());
+  r.reasoning = std::string(before);
+  std::string_view after = text.substr(end + kEnd.size());
+  if (!after.empty()) r.content = std::string(after);
+  return r;
+}
+
+Qwen3ReasoningStream::Delta Qwen3ReasoningStream::Append(std::string_view text) {
+  Delta d;
+  pending_.append(text);
+  if (state_ == State::kStart) {
+    if (pending_.size() < kStart.size() &&
+        std::string_view(kStart).substr(0, pending_.size()) == pending_)
+      return d;  // could still become "<think>"
+    if (pending_.compare(0, kStart.size(), kStart) == 0) {
+      pending_.erase(0, kStart.size());
+      state_ = State::kReasoning;
+    } else {
+      state_ = State::kContent;
+    }
+  }
+  if (state_ == State::kReasoning) {
+    const size_t end = pending_.find(kEnd);
+    if (end == std::string::npos) {
+      const size_t hold = PartialTagSuffix(pending_, kEnd);
+      d.reasoning = pending_.substr(0, pending_.size() - hold);
+      pending_.erase(0, pending_.size() - hold);
+      return d;
+    }
+    d.reasoning = pending_.substr(0, end);
+    pending_.erase(0, end + kEnd.size());
+    state_ = State::kContent;
+  }
+  d.content += pending_;
+  pending_.clear();
+  return d;
+}
+
+Qwen3ReasoningStream::Delta Qwen3ReasoningStream::Finish() {
+  Delta d;
+  if (state_ == State::kReasoning) {
+    d.reasoning = std::move(pending_);
+  } else {
+    d.content = std::move(pending_);
+  }
+  pending_.clear();
+  return d;
+}
+
+}  // namespace xinfer::server

@@ -1,0 +1,281 @@
+#include "server/responses.h"
+
+#include <cmath>
+
+namespace xinfer::server {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no -inf; vLLM reports such log-probabilities as -9999.
+double Lp(float v) { return std::isfinite(v) ? static_cast<double>(v) : -9999.0; }
+
+json Bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char ch : s) b.push_back(static_cast<int>(ch));
+  return b;
+}
+
+json StopReason(const std::string& finish, const std::string& stop) {
+  if (finish != "stop" || stop.empty()) return nullptr;
+  return stop;
+}
+
+}  // namespace
+
+std::string EchoText(const Tokenizer& tokenizer, const std::vector<int32_t>& prompt) {
+  return tokenizer.Decode(prompt, /*skip_special_tokens=*/true);
+}
+
+ResponseBuilder::ResponseBuilder(const GenerationRequest& request, const Tokenizer& tokenizer)
+    : req_(request), tokenizer_(tokenizer) {
+  const int n = std::max(request.params.n, 1);
+  choices_.resize(request.prompts.size() * n);
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Choice& c = choices_[i];
+    c.index = static_cast<int>(i);
+    if (req_.endpoint == Endpoint::kChat) {
+      if (req_.parse_reasoning) c.reasoning.emplace();
+      if (req_.parse_tool_calls) c.tools.emplace();
+    } else if (req_.echo) {
+      c.text = EchoText(tokenizer_, req_.prompts[i / n]);
+    }
+  }
+  for (const auto& p : request.prompts) prompt_tokens_.push_back(static_cast<int>(p.size()));
+  cached_tokens_.assign(request.prompts.size(), 0);
+}
+
+std::string ResponseBuilder::Event(const json& j) {
+  return "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+std::string ResponseBuilder::TokenText(int32_t id) const {
+  const int32_t ids[1] = {id};
+  return tokenizer_.Decode(ids);
+}
+
+json ResponseBuilder::ChatLogprobs(const std::vector<TokenLogprobs>& lps) const {
+  json content = json::array();
+  for (const TokenLogprobs& lp : lps) {
+    json top = json::array();
+    for (const TokenLogprob& t : lp.top) {
+      std::string s = TokenText(t.id);
+      top.push_back({{"token", s}, {"logprob", Lp(t.logprob)}, {"bytes", Bytes(s)}});
+    }
+    std::string s = TokenText(lp.token);
+    content.push_back(
+        {{"token", s}, {"logprob", Lp(lp.logprob)}, {"bytes", Bytes(s)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+json ResponseBuilder::CompletionLogprobs(const std::vector<TokenLogprobs>& lps,
+                                         size_t* offset) const {
+  json tokens = json::array(), token_lps = json::array(), tops = json::array(),
+       offsets = json::array();
+  for (const TokenLogprobs& lp : lps) {
+    std::string s = TokenText(lp.token);
+    tokens.push_back(s);
+    token_lps.push_back(Lp(lp.logprob));
+    json top = json::object();
+    for (const TokenLogprob& t : lp.top) top[TokenText(t.id)] = Lp(t.logprob);
+    top[s] = Lp(lp.logprob);
+    tops.push_back(top);
+    offsets.push_back(*offset);
+    *offset += s.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_lps},
+          {"top_logprobs", tops},
+          {"text_offset", offsets}};
+}
+
+json ResponseBuilder::Usage() const {
+  int prompt = 0, completion = 0, cached = 0;
+  for (int p : prompt_tokens_) prompt += p;
+  for (int c : cached_tokens_) cached += c;
+  for (const Choice& c : choices_) completion += c.completion_tokens;
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+std::string ResponseBuilder::Add(int prompt_index, const RequestOutput& out) {
+  const int n = std::max(req_.params.n, 1);
+  Choice& c = choices_.at(static_cast<size_t>(prompt_index) * n + out.index);
+  c.completion_tokens = out.completion_tokens;
+  if (out.finished) {
+    c.finished = true;
+    c.finish_reason = out.finish_reason;
+    c.stop_reason = out.stop_reason;
+    cached_tokens_[prompt_index] = std::max(cached_tokens_[prompt_index], out.cached_tokens);
+  }
+  if (req_.stream) {
+    return req_.endpoint == Endpoint::kChat ? StreamChat(c, out) : StreamCompletion(c, out);
+  }
+  c.text += out.text;
+  c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+  return "";
+}
+
+std::string ResponseBuilder::ChatChunk(const Choice& c, json delta, const json& logprobs,
+                                       const char* finish_reason,
+                                       const std::string& stop_reason) const {
+  json choice = {{"index", c.index},
+                 {"delta", std::move(delta)},
+                 {"logprobs", logprobs},
+                 {"finish_reason", finish_reason ? json(finish_reason) : json()}};
+  if (finish_reason) choice["stop_reason"] = StopReason(finish_reason, stop_reason);
+  json chunk = {{"id", req_.id},
+                {"object", "chat.completion.chunk"},
+                {"created", req_.created},
+                {"model", req_.model},
+                {"choices", json::array({std::move(choice)})}};
+  if (req_.include_usage && req_.continuous_usage_stats) chunk["usage"] = Usage();
+  return Event(chunk);
+}
+
+std::string ResponseBuilder::StreamStart() {
+  if (req_.endpoint != Endpoint::kChat) return "";
+  std::string s;
+  for (const Choice& c : choices_)
+    s += ChatChunk(c, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, "");
+  return s;
+}
+
+std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
+  std::string reasoning, content = out.text;
+  std::vector<json> tool_deltas;
+  auto run_tools = [&](std::string text, bool finish) {
+    if (!c.tools) return text;
+    HermesToolStream::Delta td = c.tools->Append(text);
+    if (finish) {
+      HermesToolStream::Delta rest = c.tools->Finish();
+      td.content += rest.content;
+      for (auto& t : rest.tool_call_deltas) td.tool_call_deltas.push_back(std::move(t));
+    }
+    for (auto& t : td.tool_call_deltas) tool_deltas.push_back(std::move(t));
+    return td.content;
+  };
+  if (c.reasoning) {
+    Qwen3ReasoningStream::Delta rd = c.reasoning->Append(content);
+    if (out.finished) {
+      Qwen3ReasoningStream::Delta rest = c.reasoning->Finish();
+      rd.reasoning += rest.reasoning;
+      rd.content += rest.content;
+    }
+    reasoning = std::move(rd.reasoning);
+    content = std::move(rd.content);
+  }
+  content = run_tools(std::move(content), out.finished);
+
+  json lps = nullptr;
+  if (req_.params.logprobs >= 0 && !out.logprobs.empty()) lps = ChatLogprobs(out.logprobs);
+  std::string s;
+  if (!reasoning.empty()) {
+    s += ChatChunk(c, {{"reasoning_content", reasoning}}, lps, nullptr, "");
+    lps = nullptr;
+  }
+  if (!content.empty() || !lps.is_null()) {
+    s += ChatChunk(c, {{"content", content}}, lps, nullptr, "");
+    lps = nullptr;
+  }
+  for (json& t : tool_deltas)
+    s += ChatChunk(c, {{"tool_calls", json::array({t})}}, nullptr, nullptr, "");
+  if (out.finished) {
+    std::string reason = out.finish_reason;
+    if (c.tools && c.tools->num_calls() > 0 && reason == "stop") reason = "tool_calls";
+    c.finish_reason = reason;
+    s += ChatChunk(c, json::object(), nullptr, c.finish_reason.c_str(), out.stop_reason);
+  }
+  return s;
+}
+
+std::string ResponseBuilder::StreamCompletion(Choice& c, const RequestOutput& out) {
+  std::string text = out.text;
+  if (req_.echo && !c.text.empty()) {
+    text = c.text + text;  // the echoed prompt goes out with the first piece
+    c.text.clear();
+  }
+  if (text.empty() && !out.finished && out.logprobs.empty()) return "";
+  json lps = nullptr;
+  if (req_.params.logprobs >= 0 && !out.logprobs.empty())
+    lps = CompletionLogprobs(out.logprobs, &c.text_offset);
+  json choice = {{"index", c.index},
+                 {"text", text},
+                 {"logprobs", lps},
+                 {"finish_reason", out.finished ? json(out.finish_reason) : json()}};
+  if (out.finished) choice["stop_reason"] = StopReason(out.finish_reason, out.stop_reason);
+  json chunk = {{"id", req_.id},
+                {"object", "text_completion"},
+                {"created", req_.created},
+                {"model", req_.model},
+                {"choices", json::array({std::move(choice)})}};
+  if (req_.include_usage && req_.continuous_usage_stats) chunk["usage"] = Usage();
+  return Event(chunk);
+}
+
+std::string ResponseBuilder::StreamEnd() {
+  std::string s;
+  if (req_.include_usage) {
+    s += Event(
+        {{"id", req_.id},
+         {"object", req_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"},
+         {"created", req_.created},
+         {"model", req_.model},
+         {"choices", json::array()},
+         {"usage", Usage()}});
+  }
+  return s + "data: [DONE]\n\n";
+}
+
+json ResponseBuilder::Response() {
+  json choices = json::array();
+  for (Choice& c : choices_) {
+    json lps = nullptr;
+    std::string reason = c.finish_reason.empty() ? "abort" : c.finish_reason;
+    if (req_.endpoint == Endpoint::kCompletion) {
+      if (req_.params.logprobs >= 0) lps = CompletionLogprobs(c.logprobs, &c.text_offset);
+      choices.push_back({{"index", c.index},
+                         {"text", c.text},
+                         {"logprobs", lps},
+                         {"finish_reason", reason},
+                         {"stop_reason", StopReason(reason, c.stop_reason)}});
+      continue;
+    }
+    if (req_.params.logprobs >= 0) lps = ChatLogprobs(c.logprobs);
+    json reasoning = nullptr, content = c.text;
+    if (req_.parse_reasoning) {
+      ReasoningSplit r = SplitQwen3Reasoning(c.text);
+      reasoning = r.reasoning ? json(*r.reasoning) : json();
+      content = r.content ? json(*r.content) : json();
+    }
+    json tool_calls = json::array();
+    if (req_.parse_tool_calls && content.is_string()) {
+      ToolSplit t = ParseHermesToolCalls(content.get<std::string>());
+      for (const ToolCall& call : t.calls) tool_calls.push_back(call.ToJson());
+      if (!t.calls.empty()) {
+        content = t.content ? json(*t.content) : json();
+        if (reason == "stop") reason = "tool_calls";
+      }
+    }
+    json message = {{"role", "assistant"},
+                    {"content", content},
+                    {"reasoning_content", reasoning},
+                    {"tool_calls", tool_calls}};
+    choices.push_back({{"index", c.index},
+                       {"message", message},
+                       {"logprobs", lps},
+                       {"finish_reason", reason},
+                       {"stop_reason", StopReason(reason, c.stop_reason)}});
+  }
+  return {{"id", req_.id},
+          {"object", req_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
+          {"created", req_.created},
+          {"model", req_.model},
+          {"choices", choices},
+          {"usage", Usage()}};
+}
+
+}  // namespace xinfer::server

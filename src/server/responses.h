@@ -1,0 +1,66 @@
+// Engine outputs → OpenAI response bodies and SSE chunks (chat.completion(.chunk),
+// text_completion), with logprobs, usage, and the reasoning/tool-call parsers applied.
+// A ResponseBuilder belongs to one HTTP exchange; not thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/llm_engine.h"
+#include "server/protocol.h"
+#include "server/reasoning_parser.h"
+#include "server/tool_parser.h"
+
+namespace xinfer::server {
+
+class ResponseBuilder {
+ public:
+  ResponseBuilder(const GenerationRequest& request, const Tokenizer& tokenizer);
+
+  // Records one engine output of prompt `prompt_index`; when streaming, returns the SSE events
+  // ("data: {...}\n\n") it produces.
+  std::string Add(int prompt_index, const RequestOutput& out);
+  // SSE: the first events of a stream (chat: each choice's role delta).
+  std::string StreamStart();
+  // SSE: the usage chunk (when asked for) and "data: [DONE]".
+  std::string StreamEnd();
+  // The complete non-streaming response.
+  nlohmann::json Response();
+
+ private:
+  struct Choice {
+    int index = 0;
+    std::string text;
+    std::vector<TokenLogprobs> logprobs;
+    std::string finish_reason;
+    std::string stop_reason;
+    bool finished = false;
+    int completion_tokens = 0;
+    size_t text_offset = 0;  // completions logprobs
+    std::optional<Qwen3ReasoningStream> reasoning;
+    std::optional<HermesToolStream> tools;
+  };
+
+  nlohmann::json Usage() const;
+  nlohmann::json ChatLogprobs(const std::vector<TokenLogprobs>& lps) const;
+  nlohmann::json CompletionLogprobs(const std::vector<TokenLogprobs>& lps, size_t* offset) const;
+  std::string TokenText(int32_t id) const;
+  std::string ChatChunk(const Choice& c, nlohmann::json delta, const nlohmann::json& logprobs,
+                        const char* finish_reason, const std::string& stop_reason) const;
+  std::string StreamChat(Choice& c, const RequestOutput& out);
+  std::string StreamCompletion(Choice& c, const RequestOutput& out);
+  static std::string Event(const nlohmann::json& j);
+
+  const GenerationRequest& req_;
+  const Tokenizer& tokenizer_;
+  std::vector<Choice> choices_;     // prompt i, choice j at i * n + j
+  std::vector<int> prompt_tokens_;  // per prompt
+  std::vector<int> cached_tokens_;  // per prompt
+};
+
+// The prompt text a completions request echoes.
+std::string EchoText(const Tokenizer& tokenizer, const std::vector<int32_t>& prompt);
+
+}  // namespace xinfer::server

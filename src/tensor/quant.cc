@@ -1,0 +1,119 @@
+#include "tensor/quant.h"
+
+#include <fmt/core.h>
+
+#include "tensor/quant_blocks.h"
+
+namespace xinfer {
+
+const char* QuantTypeName(QuantType type) {
+  switch (type) {
+    case QuantType::kQ8_0:
+      return "Q8_0";
+    case QuantType::kQ4_0:
+      return "Q4_0";
+    case QuantType::kQ4_K:
+      return "Q4_K";
+    case QuantType::kQ6_K:
+      return "Q6_K";
+    case QuantType::kAwq4:
+      return "AWQ4";
+  }
+  return "?";
+}
+
+int64_t QuantBlockElems(QuantType type) {
+  switch (type) {
+    case QuantType::kQ8_0:
+    case QuantType::kQ4_0:
+      return 32;
+    case QuantType::kQ4_K:
+    case QuantType::kQ6_K:
+      return 256;
+    case QuantType::kAwq4:
+      break;
+  }
+  XI_CHECK_MSG(false, "AWQ4 has no fixed block");
+  return 0;
+}
+
+int64_t QuantBlockBytes(QuantType type) {
+  switch (type) {
+    case QuantType::kQ8_0:
+      return 2 + 32;
+    case QuantType::kQ4_0:
+      return 2 + 16;
+    case QuantType::kQ4_K:
+      return 2 + 2 + 12 + 128;
+    case QuantType::kQ6_K:
+      return 128 + 64 + 16 + 2;
+    case QuantType::kAwq4:
+      break;
+  }
+  XI_CHECK_MSG(false, "AWQ4 has no fixed block");
+  return 0;
+}
+
+size_t QuantTensor::row_bytes() const {
+  if (type == QuantType::kAwq4) return static_cast<size_t>(cols / 2);
+  return static_cast<size_t>(cols / QuantBlockElems(type) * QuantBlockBytes(type));
+}
+
+size_t QuantTensor::size_bytes() const {
+  size_t bytes = static_cast<size_t>(rows) * row_bytes();
+  if (!scales.empty()) bytes += scales.size_bytes();
+  if (!zeros.empty()) bytes += zeros.size_bytes();
+  return bytes;
+}
+
+void DequantizeRow(const QuantTensor& w, int64_t r, float* out) {
+  const uint8_t* src = w.row(r);
+  if (w.type != QuantType::kAwq4) {
+    DequantizeBlocks(w.type, src, w.cols, out);
+    return;
+  }
+  const int64_t groups = w.cols / w.group_size;
+  const float* s = w.scales.data<float>() + r * groups;
+  const float* z = w.zeros.data<float>() + r * groups;
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* q = src + g * w.group_size / 2;
+    float* o = out + g * w.group_size;
+    for (int64_t i = 0; i < w.group_size / 2; ++i) {
+      o[2 * i] = (static_cast<float>(q[i] & 0xF) - z[g]) * s[g];
+      o[2 * i + 1] = (static_cast<float>(q[i] >> 4) - z[g]) * s[g];
+    }
+  }
+}
+
+const Tensor& Weight::dense() const {
+  XI_CHECK_MSG(!quant_, "dense() on a quantized weight");
+  return dense_;
+}
+
+const QuantTensor& Weight::quant() const {
+  XI_CHECK_MSG(quant_.has_value(), "quant() on a dense weight");
+  return *quant_;
+}
+
+int64_t Weight::rows() const { return quant_ ? quant_->rows : dense_.dim(0); }
+int64_t Weight::cols() const { return quant_ ? quant_->cols : dense_.dim(1); }
+
+size_t Weight::size_bytes() const {
+  if (quant_) return quant_->size_bytes();
+  return dense_.empty() ? 0 : dense_.size_bytes();
+}
+
+std::string Weight::TypeName() const {
+  if (!quant_) return DTypeName(dense_.dtype());
+  if (quant_->type == QuantType::kAwq4) return fmt::format("AWQ4-g{}", quant_->group_size);
+  return QuantTypeName(quant_->type);
+}
+
+bool Weight::SameStorage(const Weight& other) const {
+  if (empty() || other.empty() || quantized() != other.quantized()) return false;
+  const Tensor& a = quant_ ? quant_->data : dense_;
+  const Tensor& b = other.quant_ ? other.quant_->data : other.dense_;
+  return a.raw() == b.raw();
+}
+
+}  // namespace xinfer

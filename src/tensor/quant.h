@@ -1,0 +1,79 @@
+// Quantized weights. QuantTensor holds a [rows, cols] matrix in one of the block formats of
+// llama.cpp's GGUF files (Q8_0, Q4_0, Q4_K, Q6_K) or in AWQ's 4-bit group quantization
+// (repacked at load time); Weight is what a model projection holds: a dense Tensor or a
+// QuantTensor. Quantization runs along `cols` (the reduction dimension K of Linear), so every
+// row is an independent run of blocks and rows can be reordered or sliced freely.
+//
+// Ownership: like Tensor, a QuantTensor shares its Buffers (often a memory-mapped file); copying
+// never copies data. Immutable after construction; thread-safe to read.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace xinfer {
+
+enum class QuantType : uint8_t {
+  kQ8_0,  // 32 elements: f16 d, int8 q[32];                     x = d * q
+  kQ4_0,  // 32 elements: f16 d, u8 q[16] (lo nibbles 0..15, hi 16..31); x = d * (q - 8)
+  kQ4_K,  // 256 elements: f16 d, f16 dmin, u8 scales[12] (8 x 6-bit scale/min), u8 q[128]
+  kQ6_K,  // 256 elements: u8 ql[128], u8 qh[64], int8 scales[16], f16 d
+  kAwq4,  // AWQ W4 with zero point, per group of `group_size` along cols (see QuantTensor)
+};
+
+const char* QuantTypeName(QuantType type);  // "Q8_0", "Q4_0", "Q4_K", "Q6_K", "AWQ4"
+// Elements and bytes of one block of a GGML block format (not kAwq4, which has no fixed block).
+int64_t QuantBlockElems(QuantType type);
+int64_t QuantBlockBytes(QuantType type);
+
+struct QuantTensor {
+  QuantType type = QuantType::kQ8_0;
+  int64_t rows = 0;  // N (output features)
+  int64_t cols = 0;  // K (input features); a multiple of the block / group size
+  // GGML formats: U8 [rows, row_bytes()], each row cols / block_elems blocks in GGML layout.
+  // kAwq4: U8 [rows, cols / 2], element k of a row in byte k / 2, low nibble for even k.
+  Tensor data;
+  // kAwq4 only: F32 [rows, cols / group_size] scales and zero points; x = (q - zero) * scale.
+  Tensor scales;
+  Tensor zeros;
+  int64_t group_size = 0;
+
+  size_t row_bytes() const;
+  const uint8_t* row(int64_t r) const {
+    return static_cast<const uint8_t*>(data.raw()) + static_cast<size_t>(r) * row_bytes();
+  }
+  // All bytes the weight occupies (blocks, plus scales and zeros for AWQ).
+  size_t size_bytes() const;
+};
+
+// Writes the `cols` floats of row r of `w`.
+void DequantizeRow(const QuantTensor& w, int64_t r, float* out);
+
+// A projection's weight: a dense F32/F16/BF16 Tensor [rows, cols] or a QuantTensor.
+class Weight {
+ public:
+  Weight() = default;
+  Weight(Tensor dense) : dense_(std::move(dense)) {}       // NOLINT: dense weights convert freely
+  Weight(QuantTensor quant) : quant_(std::move(quant)) {}  // NOLINT
+
+  bool empty() const { return !quant_ && dense_.empty(); }
+  bool quantized() const { return quant_.has_value(); }
+  const Tensor& dense() const;
+  const QuantTensor& quant() const;
+  int64_t rows() const;
+  int64_t cols() const;
+  size_t size_bytes() const;
+  // "BF16", "Q4_K", "AWQ4-g128": how the weight is stored, for inspect and messages.
+  std::string TypeName() const;
+  // True when both refer to the same stored bytes (a tied lm_head).
+  bool SameStorage(const Weight& other) const;
+
+ private:
+  Tensor dense_;
+  std::optional<QuantTensor> quant_;
+};
+
+}  // namespace xinfer

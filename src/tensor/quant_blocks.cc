@@ -1,0 +1,258 @@
+#include "tensor/quant_blocks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "tensor/dtype.h"
+
+namespace xinfer {
+namespace {
+
+uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);  // GGUF is little-endian, as is every host we build for
+  return v;
+}
+void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+
+// --- Q8_0: f16 d | int8 q[32] ---------------------------------------------------------------
+void DequantQ8_0(const uint8_t* b, float* y) {
+  const float d = F16ToF32(LoadU16(b));
+  const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
+  for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(q[i]);
+}
+
+void QuantQ8_0(const float* x, uint8_t* b) {
+  float amax = 0.f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  StoreU16(b, F32ToF16(d));
+  int8_t* q = reinterpret_cast<int8_t*>(b + 2);
+  for (int i = 0; i < 32; ++i) q[i] = static_cast<int8_t>(std::lround(x[i] * id));
+}
+
+// --- Q4_0: f16 d | u8 q[16]; element i < 16 in the low nibble of q[i], 16 + i in the high -----
+void DequantQ4_0(const uint8_t* b, float* y) {
+  const float d = F16ToF32(LoadU16(b));
+  const uint8_t* q = b + 2;
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * static_cast<float>((q[i] & 0xF) - 8);
+    y[i + 16] = d * static_cast<float>((q[i] >> 4) - 8);
+  }
+}
+
+void QuantQ4_0(const float* x, uint8_t* b) {
+  // The value of largest magnitude maps to -8, so the full [-8, 7] range is used on one side.
+  float amax = 0.f, max = 0.f;
+  for (int i = 0; i < 32; ++i)
+    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
+  const float d = max / -8.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  StoreU16(b, F32ToF16(d));
+  uint8_t* q = b + 2;
+  for (int i = 0; i < 16; ++i) {
+    const int lo = std::clamp(static_cast<int>(std::floor(x[i] * id + 8.5f)), 0, 15);
+    const int hi = std::clamp(static_cast<int>(std::floor(x[i + 16] * id + 8.5f)), 0, 15);
+    q[i] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+}
+
+// --- Q4_K: f16 d | f16 dmin | u8 scales[12] | u8 q[128] ----------------------------------------
+// Eight sub-blocks of 32 with a 6-bit scale and 6-bit min each: x = d * sc * q - dmin * m.
+// scales[0..3] hold sc 0..3 (low 6 bits), scales[4..7] m 0..3; sub-blocks 4..7 keep their low 4
+// bits in scales[8..11] (sc low, m high) and their top 2 bits in the top bits of scales[0..7].
+void ScaleMinK4(int j, const uint8_t* s, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// The 256 values come in four chunks of 64: chunk c's first 32 are the low nibbles of
+// q[32c .. 32c+31], its last 32 the high nibbles.
+void DequantQ4_K(const uint8_t* b, float* y) {
+  const float d = F16ToF32(LoadU16(b));
+  const float dmin = F16ToF32(LoadU16(b + 2));
+  const uint8_t* s = b + 4;
+  const uint8_t* q = b + 16;
+  for (int c = 0; c < 4; ++c) {
+    int sc0, m0, sc1, m1;
+    ScaleMinK4(2 * c, s, &sc0, &m0);
+    ScaleMinK4(2 * c + 1, s, &sc1, &m1);
+    const float d0 = d * sc0, dm0 = dmin * m0, d1 = d * sc1, dm1 = dmin * m1;
+    for (int l = 0; l < 32; ++l) {
+      y[64 * c + l] = d0 * (q[32 * c + l] & 0xF) - dm0;
+      y[64 * c + 32 + l] = d1 * (q[32 * c + l] >> 4) - dm1;
+    }
+  }
+}
+
+void QuantQ4_K(const float* x, uint8_t* b) {
+  float scale[8], min[8];  // per sub-block: x ~ scale * q - min, q in [0, 15]
+  float max_scale = 0.f, max_min = 0.f;
+  for (int j = 0; j < 8; ++j) {
+    float lo = 0.f, hi = 0.f;  // the min is clamped to <= 0, as the format's mins are >= 0
+    for (int l = 0; l < 32; ++l) lo = std::min(lo, x[32 * j + l]), hi = std::max(hi, x[32 * j + l]);
+    scale[j] = (hi - lo) / 15.f;
+    min[j] = -lo;
+    max_scale = std::max(max_scale, scale[j]);
+    max_min = std::max(max_min, min[j]);
+  }
+  const uint16_t d16 = F32ToF16(max_scale / 63.f), dmin16 = F32ToF16(max_min / 63.f);
+  const float d = F16ToF32(d16), dmin = F16ToF32(dmin16);
+  StoreU16(b, d16);
+  StoreU16(b + 2, dmin16);
+  uint8_t* s = b + 4;
+  uint8_t* q = b + 16;
+  std::memset(s, 0, 12);
+  int sc[8], m[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = d > 0.f ? std::clamp(static_cast<int>(std::lround(scale[j] / d)), 0, 63) : 0;
+    m[j] = dmin > 0.f ? std::clamp(static_cast<int>(std::lround(min[j] / dmin)), 0, 63) : 0;
+    if (j < 4) {
+      s[j] |= static_cast<uint8_t>(sc[j]);
+      s[j + 4] |= static_cast<uint8_t>(m[j]);
+    } else {
+      s[j + 4] = static_cast<uint8_t>((sc[j] & 0xF) | ((m[j] & 0xF) << 4));
+      s[j - 4] |= static_cast<uint8_t>((sc[j] >> 4) << 6);
+      s[j] |= static_cast<uint8_t>((m[j] >> 4) << 6);
+    }
+  }
+  uint8_t nib[256];
+  for (int j = 0; j < 8; ++j) {
+    const float dj = d * sc[j], mj = dmin * m[j];
+    for (int l = 0; l < 32; ++l) {
+      const float v = dj > 0.f ? (x[32 * j + l] + mj) / dj : 0.f;
+      nib[32 * j + l] = static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(v)), 0, 15));
+    }
+  }
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l)
+      q[32 * c + l] = static_cast<uint8_t>(nib[64 * c + l] | (nib[64 * c + 32 + l] << 4));
+}
+
+// --- Q6_K: u8 ql[128] | u8 qh[64] | int8 scales[16] | f16 d -----------------------------------
+// x = d * scales[sub-block of 16] * (q - 32), q 6 bits. Two halves of 128; within a half, element
+// r (0..127) has its low 4 bits in ql[r % 64] (low nibble for r < 64, high for r >= 64) and its
+// top 2 bits in qh[r % 32] at bit 2 * (r / 32).
+void DequantQ6_K(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = F16ToF32(LoadU16(b + 208));
+  for (int h = 0; h < 2; ++h) {
+    for (int r = 0; r < 128; ++r) {
+      const int lo = r < 64 ? (ql[r] & 0xF) : (ql[r - 64] >> 4);
+      const int hi = (qh[r % 32] >> (2 * (r / 32))) & 3;
+      y[r] = d * sc[r / 16] * static_cast<float>((lo | (hi << 4)) - 32);
+    }
+    y += 128, ql += 64, qh += 32, sc += 8;
+  }
+}
+
+void QuantQ6_K(const float* x, uint8_t* b) {
+  float scale[16];
+  float max_abs_scale = 0.f;
+  for (int j = 0; j < 16; ++j) {
+    float amax = 0.f;
+    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * j + l]));
+    scale[j] = amax / 31.f;  // q - 32 in [-31, 31]
+    max_abs_scale = std::max(max_abs_scale, scale[j]);
+  }
+  const uint16_t d16 = F32ToF16(max_abs_scale / 127.f);
+  const float d = F16ToF32(d16);
+  uint8_t* ql = b;
+  uint8_t* qh = b + 128;
+  int8_t* sc = reinterpret_cast<int8_t*>(b + 192);
+  std::memset(b, 0, 208);
+  StoreU16(b + 208, d16);
+  uint8_t q[256];
+  for (int j = 0; j < 16; ++j) {
+    const int s = d > 0.f ? std::clamp(static_cast<int>(std::lround(scale[j] / d)), -128, 127) : 0;
+    sc[j] = static_cast<int8_t>(s);
+    const float dj = d * s;
+    for (int l = 0; l < 16; ++l) {
+      const float v = dj != 0.f ? x[16 * j + l] / dj : 0.f;
+      q[16 * j + l] =
+          static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(v)), -32, 31) + 32);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* qq = q + 128 * h;
+    for (int r = 0; r < 128; ++r) {
+      ql[64 * h + r % 64] |= static_cast<uint8_t>((qq[r] & 0xF) << (r < 64 ? 0 : 4));
+      qh[32 * h + r % 32] |= static_cast<uint8_t>((qq[r] >> 4) << (2 * (r / 32)));
+    }
+  }
+}
+
+}  // namespace
+
+void DequantizeBlocks(QuantType type, const uint8_t* src, int64_t n, float* dst) {
+  const int64_t be = QuantBlockElems(type), bb = QuantBlockBytes(type);
+  XI_CHECK(n % be == 0);
+  void (*fn)(const uint8_t*, float*) = nullptr;
+  switch (type) {
+    case QuantType::kQ8_0:
+      fn = DequantQ8_0;
+      break;
+    case QuantType::kQ4_0:
+      fn = DequantQ4_0;
+      break;
+    case QuantType::kQ4_K:
+      fn = DequantQ4_K;
+      break;
+    case QuantType::kQ6_K:
+      fn = DequantQ6_K;
+      break;
+    case QuantType::kAwq4:
+      XI_CHECK_MSG(false, "AWQ4 is not a block format");
+      return;
+  }
+  for (int64_t i = 0; i < n / be; ++i) fn(src + i * bb, dst + i * be);
+}
+
+void QuantizeBlocksRef(QuantType type, const float* src, int64_t n, uint8_t* dst) {
+  const int64_t be = QuantBlockElems(type), bb = QuantBlockBytes(type);
+  XI_CHECK(n % be == 0);
+  void (*fn)(const float*, uint8_t*) = nullptr;
+  switch (type) {
+    case QuantType::kQ8_0:
+      fn = QuantQ8_0;
+      break;
+    case QuantType::kQ4_0:
+      fn = QuantQ4_0;
+      break;
+    case QuantType::kQ4_K:
+      fn = QuantQ4_K;
+      break;
+    case QuantType::kQ6_K:
+      fn = QuantQ6_K;
+      break;
+    case QuantType::kAwq4:
+      XI_CHECK_MSG(false, "AWQ4 is not a block format");
+      return;
+  }
+  for (int64_t i = 0; i < n / be; ++i) fn(src + i * be, dst + i * bb);
+}
+
+AwqGroup QuantizeAwqGroupRef(const float* x, int64_t n, uint8_t* q) {
+  float lo = x[0], hi = x[0];
+  for (int64_t i = 1; i < n; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  AwqGroup g;
+  g.scale_f16 = F32ToF16(std::max(hi - lo, 1e-5f) / 15.f);
+  const float scale = F16ToF32(g.scale_f16);
+  g.zero = static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(-lo / scale)), 0, 15));
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = static_cast<uint8_t>(
+        std::clamp(static_cast<int>(std::lround(x[i] / scale)) + g.zero, 0, 15));
+  return g;
+}
+
+}  // namespace xinfer

@@ -1,0 +1,32 @@
+// Block codecs of the GGML formats in quant.h, written from the format descriptions (llama.cpp's
+// ggml-common.h / ggml-quants.c layouts). Dequantization is what the engine computes with; the
+// quantizers are plain reference implementations (round-to-nearest, no search for the best scale)
+// used by round-trip tests and tools, not llama.cpp's importance-weighted ones.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/quant.h"
+
+namespace xinfer {
+
+// Dequantizes `n` elements (a multiple of QuantBlockElems(type)) from their blocks at `src`.
+// GGML formats only.
+void DequantizeBlocks(QuantType type, const uint8_t* src, int64_t n, float* dst);
+
+// Quantizes `n` elements (a multiple of QuantBlockElems(type)) into blocks at `dst`
+// (n / QuantBlockElems(type) * QuantBlockBytes(type) bytes). GGML formats only.
+void QuantizeBlocksRef(QuantType type, const float* src, int64_t n, uint8_t* dst);
+
+// AWQ-style asymmetric 4-bit quantization of one group of `n` values, round to nearest:
+// scale = (max - min) / 15, zero = round(-min / scale) clamped to [0, 15],
+// q = clamp(round(x / scale) + zero, 0, 15). Scale is rounded to F16 first (AWQ stores F16) so
+// (q - zero) * scale reproduces exactly what a reader computes.
+struct AwqGroup {
+  uint16_t scale_f16 = 0;
+  uint8_t zero = 0;
+};
+AwqGroup QuantizeAwqGroupRef(const float* x, int64_t n, uint8_t* q);
+
+}  // namespace xinfer

@@ -1,0 +1,164 @@
+// Block formats: bit layouts pinned by hand-built blocks, and round trips of random data through
+// the reference quantizers (written from the format descriptions) and the engine's dequantizer.
+#include "tensor/quant_blocks.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace xinfer {
+namespace {
+
+std::vector<float> RandomData(int64_t n, uint32_t seed, float scale = 1.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+struct RoundTripCase {
+  QuantType type;
+  // Worst-case error bound relative to the largest magnitude in a block (from the step size:
+  // Q8_0 amax/254, Q4_0 amax/8 (the side opposite the largest value clips at 7/8), K-quants add the
+  // rounding of their 6/8-bit sub-scales).
+  double max_rel_error;
+  // Bound on the RMS error relative to the RMS of the data.
+  double rms_rel_error;
+};
+
+class RoundTripTest : public ::testing::TestWithParam<RoundTripCase> {};
+
+TEST_P(RoundTripTest, RandomDataSurvivesQuantizeDequantize) {
+  const auto c = GetParam();
+  const int64_t be = QuantBlockElems(c.type), bb = QuantBlockBytes(c.type);
+  const int64_t n = be * 64;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    auto x = RandomData(n, seed, seed == 3 ? 1e-2f : 1.f);
+    if (seed == 2) x[5] = 40.f;  // an outlier
+    std::vector<uint8_t> blocks(n / be * bb);
+    QuantizeBlocksRef(c.type, x.data(), n, blocks.data());
+    std::vector<float> y(n);
+    DequantizeBlocks(c.type, blocks.data(), n, y.data());
+    double se = 0, sx = 0;
+    for (int64_t b = 0; b < n / be; ++b) {
+      float amax = 0;
+      for (int64_t i = 0; i < be; ++i) amax = std::max(amax, std::fabs(x[b * be + i]));
+      for (int64_t i = 0; i < be; ++i) {
+        const double e = std::fabs(x[b * be + i] - y[b * be + i]);
+        ASSERT_LE(e, c.max_rel_error * amax + 1e-7)
+            << QuantTypeName(c.type) << " seed " << seed << " element " << b * be + i;
+        se += e * e;
+        sx += static_cast<double>(x[b * be + i]) * x[b * be + i];
+      }
+    }
+    if (seed != 2) {
+      EXPECT_LT(std::sqrt(se / sx), c.rms_rel_error) << QuantTypeName(c.type);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, RoundTripTest,
+                         ::testing::Values(RoundTripCase{QuantType::kQ8_0, 0.0045, 0.01},
+                                           RoundTripCase{QuantType::kQ4_0, 0.13, 0.12},
+                                           RoundTripCase{QuantType::kQ4_K, 0.12, 0.12},
+                                           RoundTripCase{QuantType::kQ6_K, 0.04, 0.04}),
+                         [](const auto& info) {
+                           return std::string(QuantTypeName(info.param.type));
+                         });
+
+TEST(BlockLayoutTest, ZerosStayZero) {
+  for (QuantType t : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ6_K}) {
+    const int64_t n = QuantBlockElems(t);
+    std::vector<float> x(n, 0.f), y(n, 1.f);
+    std::vector<uint8_t> b(QuantBlockBytes(t));
+    QuantizeBlocksRef(t, x.data(), n, b.data());
+    DequantizeBlocks(t, b.data(), n, y.data());
+    for (float v : y) EXPECT_EQ(v, 0.f) << QuantTypeName(t);
+  }
+}
+
+TEST(BlockLayoutTest, Q8_0IsScaleThenInt8) {
+  uint8_t b[34] = {};
+  const uint16_t d = F32ToF16(0.5f);
+  std::memcpy(b, &d, 2);
+  for (int i = 0; i < 32; ++i) b[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(i - 16));
+  float y[32];
+  DequantizeBlocks(QuantType::kQ8_0, b, 32, y);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 0.5f * (i - 16));
+}
+
+TEST(BlockLayoutTest, Q4_0LowNibblesAreTheFirstHalf) {
+  uint8_t b[18] = {};
+  const uint16_t d = F32ToF16(2.f);
+  std::memcpy(b, &d, 2);
+  for (int i = 0; i < 16; ++i) b[2 + i] = static_cast<uint8_t>(i | ((15 - i) << 4));
+  float y[32];
+  DequantizeBlocks(QuantType::kQ4_0, b, 32, y);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(y[i], 2.f * (i - 8));
+    EXPECT_EQ(y[16 + i], 2.f * (15 - i - 8));
+  }
+}
+
+TEST(BlockLayoutTest, Q4_KSubBlockScalesAndMins) {
+  // d = 1, dmin = 1; sub-block j gets scale j + 1 and min 2j (6 bits, split for j >= 4); all
+  // nibbles 1 except in chunk 0 whose high nibbles (sub-block 1) are 3.
+  uint8_t b[144] = {};
+  const uint16_t one = F32ToF16(1.f);
+  std::memcpy(b, &one, 2);
+  std::memcpy(b + 2, &one, 2);
+  uint8_t* s = b + 4;
+  int sc[8], m[8];
+  for (int j = 0; j < 8; ++j) sc[j] = j + 1 + (j >= 4 ? 40 : 0), m[j] = 2 * j + (j >= 6 ? 30 : 0);
+  for (int j = 0; j < 4; ++j) s[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+  for (int j = 0; j < 4; ++j) s[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+  for (int j = 4; j < 8; ++j) s[j + 4] = static_cast<uint8_t>((sc[j] & 0xF) | ((m[j] & 0xF) << 4));
+  for (int i = 0; i < 128; ++i) b[16 + i] = i < 32 ? 0x31 : 0x11;
+  float y[256];
+  DequantizeBlocks(QuantType::kQ4_K, b, 256, y);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32;
+    const int q = j == 1 ? 3 : 1;
+    EXPECT_EQ(y[e], static_cast<float>(sc[j] * q - m[j])) << "element " << e;
+  }
+}
+
+TEST(BlockLayoutTest, Q6_KBitPlanes) {
+  // Element r of each 128-half: q = r % 64 (6 bits); scale of sub-block k is k - 8; d = 1.
+  uint8_t b[210] = {};
+  for (int h = 0; h < 2; ++h)
+    for (int r = 0; r < 128; ++r) {
+      const int q = r % 64;
+      b[64 * h + r % 64] |= static_cast<uint8_t>((q & 0xF) << (r < 64 ? 0 : 4));
+      b[128 + 32 * h + r % 32] |= static_cast<uint8_t>((q >> 4) << (2 * (r / 32)));
+    }
+  for (int k = 0; k < 16; ++k) b[192 + k] = static_cast<uint8_t>(static_cast<int8_t>(k - 8));
+  const uint16_t one = F32ToF16(1.f);
+  std::memcpy(b + 208, &one, 2);
+  float y[256];
+  DequantizeBlocks(QuantType::kQ6_K, b, 256, y);
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(y[e], static_cast<float>((e / 16 - 8) * ((e % 128) % 64 - 32))) << "element " << e;
+}
+
+TEST(AwqGroupTest, RoundTripWithinHalfAStep) {
+  auto x = RandomData(128, 7);
+  std::vector<uint8_t> q(128);
+  AwqGroup g = QuantizeAwqGroupRef(x.data(), 128, q.data());
+  const float s = F16ToF32(g.scale_f16);
+  float lo = x[0], hi = x[0];
+  for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v);
+  for (int i = 0; i < 128; ++i) {
+    ASSERT_LE(q[i], 15);
+    EXPECT_LE(std::fabs((q[i] - g.zero) * s - x[i]), 0.51f * s + 1e-3f * (hi - lo)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -1,0 +1,202 @@
+// Acceptance 1: the official openai client against `xinfer serve` on tiny-qwen3 and TinyStories.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, skipUnless, QWEN, STORIES, raw, metrics, metric } from './helpers.mjs';
+
+async function collect(stream) {
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  return chunks;
+}
+
+describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
+  let srv, client;
+  before(async () => { srv = await startServer(QWEN); client = srv.client(); });
+  after(async () => { const r = await srv.stop(); assert.equal(r.code, 0); });
+
+  test('models, health, version', async () => {
+    const models = await client.models.list();
+    assert.equal(models.data[0].id, 'test-model');
+    assert.equal((await raw(srv.baseURL, 'GET', '/health')).status, 200);
+    assert.match((await raw(srv.baseURL, 'GET', '/version')).json.version, /^\d+\.\d+/);
+  });
+
+  test('chat completion (non-streaming) with usage', async () => {
+    const r = await client.chat.completions.create({
+      model: 'test-model', messages: [{ role: 'user', content: 'Hello!' }], max_tokens: 8,
+      temperature: 0,
+    });
+    assert.equal(r.object, 'chat.completion');
+    assert.match(r.id, /^chatcmpl-/);
+    assert.equal(r.choices.length, 1);
+    assert.equal(r.choices[0].message.role, 'assistant');
+    assert.equal(typeof r.choices[0].message.content, 'string');
+    assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+    assert.ok(r.usage.prompt_tokens > 0);
+    assert.ok(r.usage.completion_tokens >= 1 && r.usage.completion_tokens <= 8);
+    assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  });
+
+  test('chat streaming equals non-streaming (greedy), usage in the stream', async () => {
+    const req = { model: 'test-model', messages: [{ role: 'user', content: 'Tell me a story' }],
+      max_tokens: 12, temperature: 0, ignore_eos: true };
+    const full = await client.chat.completions.create(req);
+    const chunks = await collect(await client.chat.completions.create(
+      { ...req, stream: true, stream_options: { include_usage: true } }));
+    assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+    const text = chunks.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('');
+    assert.equal(text, full.choices[0].message.content);
+    const fin = chunks.filter((c) => c.choices[0]?.finish_reason);
+    assert.equal(fin.length, 1);
+    assert.equal(fin[0].choices[0].finish_reason, 'length');
+    const last = chunks.at(-1);
+    assert.deepEqual(last.choices, []);
+    assert.equal(last.usage.completion_tokens, 12);
+    assert.equal(last.usage.prompt_tokens, full.usage.prompt_tokens);
+  });
+
+  test('n=2 returns two choices (streaming too)', async () => {
+    const r = await client.chat.completions.create({
+      model: 'test-model', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5, n: 2,
+      ignore_eos: true, seed: 7,
+    });
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+    assert.equal(r.usage.completion_tokens, 10);
+    const chunks = await collect(await client.completions.create({
+      model: 'test-model', prompt: 'Once upon', max_tokens: 4, n: 2, stream: true, ignore_eos: true,
+    }));
+    const seen = new Set(chunks.flatMap((c) => c.choices.map((ch) => ch.index)));
+    assert.deepEqual([...seen].sort(), [0, 1]);
+  });
+
+  test('chat logprobs and top_logprobs', async () => {
+    const r = await client.chat.completions.create({
+      model: 'test-model', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4,
+      logprobs: true, top_logprobs: 3, ignore_eos: true,
+    });
+    const content = r.choices[0].logprobs.content;
+    assert.equal(content.length, 4);
+    for (const t of content) {
+      assert.equal(typeof t.token, 'string');
+      assert.ok(t.logprob <= 0);
+      assert.equal(t.top_logprobs.length, 3);
+      assert.ok(Array.isArray(t.bytes));
+    }
+    const chunks = await collect(await client.chat.completions.create({
+      model: 'test-model', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3,
+      logprobs: true, top_logprobs: 2, stream: true, ignore_eos: true,
+    }));
+    const streamed = chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? []);
+    assert.equal(streamed.length, 3);
+  });
+
+  test('completion logprobs (integer)', async () => {
+    const r = await client.completions.create({
+      model: 'test-model', prompt: 'The cat', max_tokens: 3, logprobs: 2, ignore_eos: true,
+    });
+    const lp = r.choices[0].logprobs;
+    assert.equal(lp.tokens.length, 3);
+    assert.equal(lp.token_logprobs.length, 3);
+    assert.equal(lp.top_logprobs.length, 3);
+    assert.equal(lp.text_offset.length, 3);
+    assert.equal(lp.tokens.join(''), r.choices[0].text);
+  });
+
+  test('seed makes sampling reproducible', async () => {
+    const req = { model: 'test-model', prompt: 'Once upon a time', max_tokens: 10,
+      temperature: 1.0, seed: 1234, ignore_eos: true };
+    const a = await client.completions.create(req);
+    const b = await client.completions.create(req);
+    const c = await client.completions.create({ ...req, seed: 99 });
+    assert.equal(a.choices[0].text, b.choices[0].text);
+    assert.notEqual(a.choices[0].text, c.choices[0].text);
+  });
+
+  test('stop strings end the completion with stop_reason', async () => {
+    const base = { model: 'test-model', prompt: 'Once upon a time', max_tokens: 10,
+      temperature: 0, ignore_eos: true };
+    const full = (await client.completions.create(base)).choices[0].text;
+    const stop = full.slice(3, 6);
+    assert.ok(stop.length > 0);
+    const r = await client.completions.create({ ...base, stop: [stop] });
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    assert.equal(r.choices[0].stop_reason, stop);
+    assert.equal(r.choices[0].text, full.slice(0, full.indexOf(stop)));
+  });
+
+  test('vLLM extras: top_k, min_p, repetition_penalty, max_completion_tokens', async () => {
+    const r = await client.chat.completions.create({
+      model: 'test-model', messages: [{ role: 'user', content: 'Hi' }],
+      max_completion_tokens: 3, top_k: 5, min_p: 0.05, repetition_penalty: 1.2, ignore_eos: true,
+    });
+    assert.equal(r.usage.completion_tokens, 3);
+  });
+
+  test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
+    const messages = [{ role: 'user', content: 'Think about it' }];
+    const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });
+    const off = await raw(srv.baseURL, 'POST', '/tokenize',
+      { messages, chat_template_kwargs: { enable_thinking: false } });
+    assert.equal(on.status, 200);
+    assert.ok(off.json.count > on.json.count, 'enable_thinking=false adds an empty <think> block');
+    const a = await client.chat.completions.create({
+      model: 'test-model', messages, max_tokens: 2, ignore_eos: true,
+      chat_template_kwargs: { enable_thinking: false } });
+    assert.equal(a.usage.prompt_tokens, off.json.count);
+    const b = await client.chat.completions.create({
+      model: 'test-model', messages, max_tokens: 2, ignore_eos: true });
+    assert.equal(b.usage.prompt_tokens, on.json.count);
+  });
+
+  test('tokenize / detokenize round trip', async () => {
+    const t = await raw(srv.baseURL, 'POST', '/tokenize', { prompt: 'Hello world' });
+    assert.equal(t.status, 200);
+    assert.equal(t.json.count, t.json.tokens.length);
+    const d = await raw(srv.baseURL, 'POST', '/detokenize', { tokens: t.json.tokens });
+    assert.equal(d.json.prompt, 'Hello world');
+  });
+
+  test('metrics use vLLM names', async () => {
+    const m = await metrics(srv.baseURL);
+    for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting',
+      'vllm:kv_cache_usage_perc', 'vllm:prefix_cache_queries_total', 'vllm:prefix_cache_hits_total',
+      'vllm:num_preemptions_total', 'vllm:prompt_tokens_total', 'vllm:generation_tokens_total',
+      'vllm:time_to_first_token_seconds_count', 'vllm:inter_token_latency_seconds_count',
+      'vllm:e2e_request_latency_seconds_count', 'vllm:request_queue_time_seconds_count']) {
+      assert.notEqual(metric(m, name, 'model_name="test-model"'), undefined, name);
+    }
+    assert.ok(metric(m, 'vllm:request_success_total', 'finished_reason="length"') > 0);
+    assert.ok(metric(m, 'vllm:generation_tokens_total') > 0);
+  });
+});
+
+describe('tinystories (no chat template)', { skip: skipUnless(STORIES) }, () => {
+  let srv, client;
+  before(async () => { srv = await startServer(STORIES, [], { name: 'stories' }); client = srv.client(); });
+  after(async () => { assert.equal((await srv.stop()).code, 0); });
+
+  test('completions, streaming and not, agree under greedy decoding', async () => {
+    const req = { model: 'stories', prompt: 'Once upon a time', max_tokens: 16, temperature: 0 };
+    const full = await client.completions.create(req);
+    assert.equal(full.object, 'text_completion');
+    assert.ok(full.choices[0].text.length > 0);
+    const chunks = await collect(await client.completions.create(
+      { ...req, stream: true, stream_options: { include_usage: true } }));
+    const text = chunks.flatMap((c) => c.choices.map((ch) => ch.text)).join('');
+    assert.equal(text, full.choices[0].text);
+    assert.equal(chunks.at(-1).usage.completion_tokens, full.usage.completion_tokens);
+  });
+
+  test('batched prompts and token-id prompts', async () => {
+    const r = await client.completions.create({
+      model: 'stories', prompt: ['Once upon a time', 'The dog'], max_tokens: 4, n: 2, ignore_eos: true });
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2, 3]);
+    const ids = await client.completions.create({ model: 'stories', prompt: [1, 400, 500], max_tokens: 3 });
+    assert.ok(ids.usage.prompt_tokens === 3);
+  });
+
+  test('chat is a 400 without a chat template', async () => {
+    await assert.rejects(client.chat.completions.create({
+      model: 'stories', messages: [{ role: 'user', content: 'hi' }] }), (e) => e.status === 400);
+  });
+});

@@ -1,0 +1,31 @@
+// Acceptance 5: `xinfer bench serve` against xinfer itself prints the report (and writes JSON).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { startServer, skipUnless, STORIES, BIN } from './helpers.mjs';
+
+test('xinfer bench serve against xinfer serve', { skip: skipUnless(STORIES), timeout: 120000 }, async () => {
+  const srv = await startServer(STORIES, [], { name: 'stories' });
+  try {
+    const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'xinfer-bench-')), 'report.json');
+    const { stdout } = await promisify(execFile)(BIN, ['bench', 'serve', '--base-url', srv.baseURL,
+      '--model', 'stories', '--num-prompts', '24', '--concurrency', '6', '--request-rate', '50',
+      '--input-len', '24', '--output-len', '12', '--shared-prefix-len', '16', '--json', out]);
+    assert.match(stdout, /Serving Benchmark Result/);
+    assert.match(stdout, /Successful requests:\s+24/);
+    for (const k of ['TTFT', 'TPOT', 'ITL', 'E2EL']) assert.match(stdout, new RegExp(`P99 ${k} \\(ms\\)`));
+    const report = JSON.parse(readFileSync(out, 'utf8'));
+    assert.equal(report.completed, 24);
+    assert.equal(report.failed, 0);
+    assert.equal(report.total_output_tokens, 24 * 12);
+    assert.equal(report.total_input_tokens, 24 * 24);
+    assert.ok(report.mean_ttft_ms > 0 && report.p99_e2el_ms >= report.median_e2el_ms);
+    assert.ok(report.output_throughput > 0);
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});

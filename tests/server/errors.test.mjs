@@ -1,0 +1,142 @@
+// Acceptance 4: every error case, with its status code and OpenAI-shaped error body.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { startServer, skipUnless, QWEN, raw, metrics, metric, waitFor } from './helpers.mjs';
+
+function assertError(r, status, { param, message } = {}) {
+  assert.equal(r.status, status, r.text);
+  assert.ok(r.json?.error, `no error object in ${r.text}`);
+  const e = r.json.error;
+  assert.equal(typeof e.message, 'string');
+  assert.ok(e.message.length > 0);
+  assert.equal(typeof e.type, 'string');
+  assert.ok('param' in e);
+  assert.equal(e.code, status);
+  if (param !== undefined) assert.equal(e.param, param);
+  if (message) assert.match(e.message, message);
+}
+
+const chat = (extra = {}) => ({ model: 'test-model', messages: [{ role: 'user', content: 'hi' }],
+  max_tokens: 2, ...extra });
+
+describe('request errors', { skip: skipUnless(QWEN) }, () => {
+  let srv, post;
+  before(async () => {
+    srv = await startServer(QWEN, ['--max-request-body-bytes', '20000']);
+    post = (p, body, h) => raw(srv.baseURL, 'POST', p, body, h);
+  });
+  after(async () => { assert.equal((await srv.stop()).code, 0); });
+
+  test('400 invalid JSON / not an object', async () => {
+    assertError(await post('/v1/chat/completions', '{not json'), 400);
+    assertError(await post('/v1/completions', '[1,2]'), 400);
+  });
+  test('400 missing messages / prompt', async () => {
+    assertError(await post('/v1/chat/completions', { model: 'test-model' }), 400, { param: 'messages' });
+    assertError(await post('/v1/completions', { model: 'test-model' }), 400, { param: 'prompt' });
+    assertError(await post('/v1/chat/completions', chat({ messages: [] })), 400, { param: 'messages' });
+  });
+  test('400 out-of-range sampling parameters name the param', async () => {
+    assertError(await post('/v1/chat/completions', chat({ top_p: 0 })), 400, { param: 'top_p' });
+    assertError(await post('/v1/chat/completions', chat({ temperature: -1 })), 400, { param: 'temperature' });
+    assertError(await post('/v1/chat/completions', chat({ temperature: 'hot' })), 400, { param: 'temperature' });
+    assertError(await post('/v1/chat/completions', chat({ n: 0 })), 400, { param: 'n' });
+    assertError(await post('/v1/chat/completions', chat({ max_tokens: 0 })), 400, { param: 'max_tokens' });
+    assertError(await post('/v1/chat/completions', chat({ logprobs: true, top_logprobs: 50 })), 400, { param: 'logprobs' });
+    assertError(await post('/v1/chat/completions', chat({ top_logprobs: 2 })), 400, { param: 'top_logprobs' });
+    assertError(await post('/v1/completions', { prompt: 'a', logprobs: true }), 400, { param: 'logprobs' });
+    assertError(await post('/v1/completions', { prompt: 'a', stop: 5 }), 400, { param: 'stop' });
+  });
+  test('400 prompt + max_tokens over --max-model-len', async () => {
+    assertError(await post('/v1/completions', { prompt: 'hello', max_tokens: 600 }), 400,
+      { message: /maximum context length is 512/ });
+    assertError(await post('/v1/completions', { prompt: Array(600).fill(100), max_tokens: 1 }), 400,
+      { message: /maximum context length/ });
+  });
+  test('400 bad prompt token ids', async () => {
+    assertError(await post('/v1/completions', { prompt: [1, 99999999] }), 400, { param: 'prompt' });
+  });
+  test('400 stream_options without stream', async () => {
+    assertError(await post('/v1/chat/completions', chat({ stream_options: { include_usage: true } })),
+      400, { param: 'stream_options' });
+  });
+  test('400 tool_choice auto without --enable-auto-tool-choice; required unsupported', async () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
+    assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: 'auto' })), 400,
+      { message: /enable-auto-tool-choice/ });
+    assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: 'required' })), 400,
+      { param: 'tool_choice' });
+    assertError(await post('/v1/chat/completions', chat({ tools: 'x' })), 400, { param: 'tools' });
+  });
+  test('404 unknown model', async () => {
+    assertError(await post('/v1/chat/completions', chat({ model: 'gpt-4' })), 404,
+      { message: /gpt-4/ });
+    assertError(await post('/v1/completions', { model: 'gpt-4', prompt: 'x' }), 404);
+  });
+  test('404 unknown route, 405 wrong method', async () => {
+    assertError(await raw(srv.baseURL, 'GET', '/v1/nothing'), 404);
+    assertError(await post('/v2/completions', {}), 404);
+    assertError(await raw(srv.baseURL, 'GET', '/v1/chat/completions'), 405);
+  });
+  test('400 tokenize/detokenize', async () => {
+    assertError(await post('/detokenize', { tokens: [-1] }), 400, { param: 'tokens' });
+    assertError(await post('/tokenize', { prompt: 5 }), 400, { param: 'prompt' });
+  });
+  test('413 request body too large', async () => {
+    const big = JSON.stringify({ prompt: 'x'.repeat(50000) });
+    assertError(await post('/v1/completions', big), 413);
+    // The server goes on serving.
+    assert.equal((await post('/v1/completions', { prompt: 'x', max_tokens: 1 })).status, 200);
+  });
+  test('400 malformed HTTP', async () => {
+    const text = await new Promise((resolve, reject) => {
+      const s = net.connect(srv.port, '127.0.0.1', () => s.write('GARBAGE / HTTP/9\r\n\r\n'));
+      let buf = '';
+      s.on('data', (d) => { buf += d; });
+      s.on('end', () => resolve(buf));
+      s.on('error', reject);
+    });
+    assert.match(text, /^HTTP\/1\.1 400/);
+    assert.match(text, /"error"/);
+  });
+});
+
+describe('authentication', { skip: skipUnless(QWEN) }, () => {
+  let srv;
+  before(async () => { srv = await startServer(QWEN, ['--api-key', 'sekret']); });
+  after(async () => { assert.equal((await srv.stop()).code, 0); });
+
+  test('401 missing or wrong bearer token, 200 with the right one', async () => {
+    assertError(await raw(srv.baseURL, 'POST', '/v1/completions', { prompt: 'x' }), 401);
+    assertError(await raw(srv.baseURL, 'GET', '/v1/models', undefined,
+      { authorization: 'Bearer wrong' }), 401);
+    await assert.rejects(srv.client({ apiKey: 'wrong' }).models.list(), (e) => e.status === 401);
+    const ok = await srv.client({ apiKey: 'sekret' }).completions.create(
+      { model: 'test-model', prompt: 'x', max_tokens: 1 });
+    assert.equal(ok.choices.length, 1);
+    assert.equal((await raw(srv.baseURL, 'GET', '/health')).status, 200);  // not under /v1
+  });
+});
+
+describe('waiting queue cap', { skip: skipUnless(QWEN) }, () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(QWEN, ['--max-queue-len', '1', '--max-num-seqs', '1']);
+  });
+  after(async () => { assert.equal((await srv.stop()).code, 0); });
+
+  test('503 + Retry-After when --max-queue-len requests are waiting', async () => {
+    const long = { model: 'test-model', prompt: 'x', max_tokens: 400, ignore_eos: true };
+    const running = srv.client().completions.create(long);
+    await waitFor(async () => metric(await metrics(srv.baseURL), 'vllm:num_requests_running') === 1,
+      10000, 'a running request');
+    const waiting = srv.client().completions.create({ ...long, max_tokens: 1 });
+    await waitFor(async () => metric(await metrics(srv.baseURL), 'vllm:num_requests_waiting') === 1,
+      10000, 'a waiting request');
+    const r = await raw(srv.baseURL, 'POST', '/v1/completions', { prompt: 'x', max_tokens: 1 });
+    assertError(r, 503, { message: /retry later/ });
+    assert.equal(r.headers.get('retry-after'), '1');
+    await Promise.all([running, waiting]);
+  });
+});

@@ -1,0 +1,113 @@
+// Tool calls (--tool-call-parser hermes) and reasoning (--reasoning-parser qwen3) through the
+// real HTTP path: the hidden --debug-scripted-output option makes the engine emit chosen text
+// (as token ids) for prompts containing a trigger, since a random tiny model never would.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startServer, skipUnless, QWEN } from './helpers.mjs';
+
+const SCRIPTS = [
+  { trigger: 'SCRIPT_BOTH', output: '<think>\nI should call two tools.\n</think>\n\nLet me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"tz": "CET"}}\n</tool_call>' },
+  { trigger: 'SCRIPT_TOOL', output: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' },
+  { trigger: 'SCRIPT_THINK', output: '<think>\nLet me think step by step.\n</think>\n\nThe answer is 42.' },
+  { trigger: 'SCRIPT_BROKEN', output: '<tool_call>\n{"name": oops}\n</tool_call>' },
+];
+const TOOLS = [
+  { type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } } } } },
+  { type: 'function', function: { name: 'get_time', description: 'Time in a zone',
+    parameters: { type: 'object', properties: { tz: { type: 'string' } } } } },
+];
+
+describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(QWEN) }, () => {
+  let srv, client;
+  before(async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'xinfer-script-'));
+    const file = path.join(dir, 'script.json');
+    writeFileSync(file, JSON.stringify(SCRIPTS));
+    srv = await startServer(QWEN, ['--reasoning-parser', 'qwen3', '--enable-auto-tool-choice',
+      '--tool-call-parser', 'hermes', '--debug-scripted-output', file]);
+    client = srv.client();
+  });
+  after(async () => { assert.equal((await srv.stop()).code, 0); });
+  const ask = (content, extra = {}) => ({ model: 'test-model', tools: TOOLS,
+    messages: [{ role: 'user', content }], max_tokens: 200, ...extra });
+
+  test('non-streaming tool call', async () => {
+    const r = await client.chat.completions.create(ask('SCRIPT_TOOL weather in Paris?'));
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, 'tool_calls');
+    assert.equal(c.message.content, null);
+    assert.equal(c.message.tool_calls.length, 1);
+    const call = c.message.tool_calls[0];
+    assert.equal(call.type, 'function');
+    assert.match(call.id, /^chatcmpl-tool-/);
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
+  });
+
+  test('streamed tool-call deltas accumulate to the same calls', async () => {
+    const stream = await client.chat.completions.create(ask('SCRIPT_BOTH go', { stream: true }));
+    const calls = [];
+    let content = '', reasoning = '', finish;
+    for await (const chunk of stream) {
+      const ch = chunk.choices[0];
+      if (!ch) continue;
+      content += ch.delta.content ?? '';
+      reasoning += ch.delta.reasoning_content ?? '';
+      for (const tc of ch.delta.tool_calls ?? []) {
+        calls[tc.index] ??= { id: '', name: '', arguments: '' };
+        if (tc.id) calls[tc.index].id = tc.id;
+        if (tc.function?.name) calls[tc.index].name += tc.function.name;
+        calls[tc.index].arguments += tc.function?.arguments ?? '';
+      }
+      finish = ch.finish_reason ?? finish;
+    }
+    assert.equal(finish, 'tool_calls');
+    assert.equal(reasoning, '\nI should call two tools.\n');
+    assert.equal(content.trim(), 'Let me check.');
+    assert.equal(calls.length, 2);
+    assert.equal(calls[0].name, 'get_weather');
+    assert.deepEqual(JSON.parse(calls[0].arguments), { city: 'Oslo', unit: 'celsius' });
+    assert.equal(calls[1].name, 'get_time');
+    assert.deepEqual(JSON.parse(calls[1].arguments), { tz: 'CET' });
+    assert.notEqual(calls[0].id, calls[1].id);
+  });
+
+  test('the client stream helper parses tool calls', async () => {
+    const runner = client.chat.completions.stream(ask('SCRIPT_TOOL weather?'));
+    const final = await runner.finalChatCompletion();
+    const call = final.choices[0].message.tool_calls[0];
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
+  });
+
+  test('reasoning_content, non-streaming and streaming', async () => {
+    const r = await client.chat.completions.create(ask('SCRIPT_THINK what is 6*7?'));
+    const m = r.choices[0].message;
+    assert.equal(m.reasoning_content, '\nLet me think step by step.\n');
+    assert.equal(m.content, '\n\nThe answer is 42.');
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    let reasoning = '', content = '';
+    for await (const chunk of await client.chat.completions.create(ask('SCRIPT_THINK 6*7?', { stream: true }))) {
+      reasoning += chunk.choices[0]?.delta.reasoning_content ?? '';
+      content += chunk.choices[0]?.delta.content ?? '';
+    }
+    assert.equal(reasoning, m.reasoning_content);
+    assert.equal(content, m.content);
+  });
+
+  test('tool_choice none leaves the text alone', async () => {
+    const r = await client.chat.completions.create(ask('SCRIPT_TOOL', { tool_choice: 'none' }));
+    assert.match(r.choices[0].message.content, /<tool_call>/);
+    assert.deepEqual(r.choices[0].message.tool_calls ?? [], []);
+  });
+
+  test('a malformed tool call stays content', async () => {
+    const r = await client.chat.completions.create(ask('SCRIPT_BROKEN'));
+    assert.match(r.choices[0].message.content, /oops/);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+  });
+});

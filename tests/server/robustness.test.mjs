@@ -1,0 +1,138 @@
+// Acceptance 2, 3 and 6: clients killed mid-stream, a 1,024-stream load test (bounded, loopback)
+// and graceful SIGTERM. XINFER_LOAD_REQUESTS shrinks the load (the ThreadSanitizer run does).
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { startServer, skipUnless, QWEN, STORIES, metrics, metric, waitFor, rssBytes, sleep } from './helpers.mjs';
+
+const LOAD = Number(process.env.XINFER_LOAD_REQUESTS ?? 1024);
+
+// A child process that opens `n` streaming completions and prints READY once each has received
+// a chunk; the test then SIGKILLs it, as a crashed client.
+const CLIENT_SCRIPT = `
+const [base, n] = [process.argv[1], Number(process.argv[2])];
+let ready = 0;
+for (let i = 0; i < n; i++) {
+  fetch(base + '/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Once upon a time ' + i, max_tokens: 450, ignore_eos: true, stream: true }) })
+    .then(async (res) => { const r = res.body.getReader(); await r.read();
+      if (++ready === n) console.log('READY'); for (;;) { const x = await r.read(); if (x.done) break; } });
+}`;
+
+describe('robustness', () => {
+  test('50 clients killed mid-stream: all aborted, blocks freed, server keeps serving',
+    { skip: skipUnless(QWEN), timeout: 120000 }, async () => {
+      const srv = await startServer(QWEN);
+      try {
+        const child = spawn(process.execPath, ['-e', CLIENT_SCRIPT, srv.baseURL, '50'],
+          { stdio: ['ignore', 'pipe', 'inherit'] });
+        await new Promise((resolve, reject) => {
+          child.stdout.on('data', (d) => { if (String(d).includes('READY')) resolve(); });
+          child.on('exit', (c) => reject(new Error(`client exited early (${c})`)));
+        });
+        const during = await metrics(srv.baseURL);
+        assert.equal(metric(during, 'vllm:num_requests_running'), 50);
+        assert.ok(metric(during, 'vllm:kv_cache_usage_perc') > 0);
+        child.kill('SIGKILL');
+        await waitFor(async () => {
+          const m = await metrics(srv.baseURL);
+          return metric(m, 'vllm:num_requests_running') === 0 &&
+            metric(m, 'vllm:num_requests_waiting') === 0;
+        }, 10000, 'all requests aborted');
+        const m = await metrics(srv.baseURL);
+        assert.equal(metric(m, 'vllm:request_success_total', 'finished_reason="abort"'), 50);
+        assert.equal(metric(m, 'vllm:kv_cache_usage_perc'), 0);
+        assert.equal(metric(m, 'xinfer:num_free_kv_blocks'), metric(m, 'xinfer:num_kv_blocks'));
+        const r = await srv.client().completions.create({ model: 'test-model', prompt: 'still there?',
+          max_tokens: 3, ignore_eos: true });
+        assert.equal(r.usage.completion_tokens, 3);
+      } finally {
+        assert.equal((await srv.stop()).code, 0);
+      }
+    });
+
+  test(`${LOAD} concurrent streaming requests complete; RSS stays flat`,
+    { skip: skipUnless(STORIES), timeout: 300000 }, async () => {
+      const srv = await startServer(STORIES, ['--num-gpu-blocks-override', '640'], { name: 'stories' });
+      try {
+        const client = srv.client({ timeout: 160000 });
+        const run = (n) => Promise.all(Array.from({ length: n }, async (_, i) => {
+          const stream = await client.completions.create({ model: 'stories',
+            prompt: `Once upon a time there was a ${i % 7 === 0 ? 'dog' : 'cat'} number ${i}`,
+            max_tokens: 8, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+          let text = '', usage, finish;
+          for await (const c of stream) {
+            text += c.choices[0]?.text ?? '';
+            finish = c.choices[0]?.finish_reason ?? finish;
+            usage = c.usage ?? usage;
+          }
+          assert.equal(finish, 'length');
+          assert.equal(usage.completion_tokens, 8);
+          return text;
+        }));
+        // Warm-up with the same load, twice: KV pages are touched the first time the block pool
+        // hands them out and malloc's arenas settle; after that RSS is flat (no leak).
+        await run(LOAD);
+        await run(LOAD);
+        const before = rssBytes(srv.proc.pid);
+        const texts = await run(LOAD);
+        assert.equal(texts.length, LOAD);
+        await waitFor(async () => metric(await metrics(srv.baseURL), 'xinfer:num_active_requests') === 0,
+          10000, 'idle engine');
+        const after = rssBytes(srv.proc.pid);
+        assert.ok(after <= before * 1.1, `RSS grew from ${before} to ${after} bytes`);
+      } finally {
+        assert.equal((await srv.stop()).code, 0);
+      }
+    });
+
+  test('SIGTERM: in-flight streams finish, new connections are refused, exit 0',
+    { skip: skipUnless(QWEN), timeout: 120000 }, async () => {
+      const srv = await startServer(QWEN, ['--shutdown-timeout', '60']);
+      const client = srv.client();
+      let started = 0;
+      const inflight = Array.from({ length: 3 }, async (_, i) => {
+        const stream = await client.completions.create({ model: 'test-model', prompt: `story ${i}`,
+          max_tokens: 40, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+        let finish, usage;
+        for await (const c of stream) {
+          if (c.choices[0]?.text !== undefined && c.choices[0].text.length >= 0) started++;
+          finish = c.choices[0]?.finish_reason ?? finish;
+          usage = c.usage ?? usage;
+        }
+        return { finish, usage };
+      });
+      await waitFor(() => started >= 3, 30000, 'streams started');
+      srv.proc.kill('SIGTERM');
+      // The listening socket closes at once: a new connection is refused.
+      await waitFor(() => new Promise((resolve) => {
+        const s = net.connect(srv.port, '127.0.0.1');
+        s.on('connect', () => { s.destroy(); resolve(false); });
+        s.on('error', (e) => resolve(e.code === 'ECONNREFUSED'));
+      }), 5000, 'connection refused');
+      const results = await Promise.all(inflight);
+      for (const r of results) {
+        assert.equal(r.finish, 'length');
+        assert.equal(r.usage.completion_tokens, 40);
+      }
+      const exit = await srv.exited;
+      assert.equal(exit.code, 0);
+    });
+
+  test('SIGTERM with --shutdown-timeout aborts what is left and still exits 0',
+    { skip: skipUnless(QWEN), timeout: 60000 }, async () => {
+      const srv = await startServer(QWEN, ['--shutdown-timeout', '0.5']);
+      const stream = await srv.client().completions.create({ model: 'test-model', prompt: 'long',
+        max_tokens: 480, ignore_eos: true, stream: true });
+      let finish;
+      const done = (async () => { for await (const c of stream) finish = c.choices[0]?.finish_reason ?? finish; })();
+      await sleep(300);
+      const t0 = Date.now();
+      srv.proc.kill('SIGTERM');
+      await done;
+      assert.equal(finish, 'abort');
+      assert.equal((await srv.exited).code, 0);
+      assert.ok(Date.now() - t0 < 10000);
+    });
+});

@@ -15,6 +15,7 @@ void AddChatTemplateCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);
 void AddMakeModelCommand(CLI::App& app, int* exit_code);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
+void AddQuantizeCommand(CLI::App& app, int* exit_code);
 // Subcommands of `xinfer bench`: `serve` (load-test an OpenAI endpoint) and `offline` (engine
 // throughput without HTTP). Each adds itself to the given `bench` parent.
 void AddBenchServeCommand(CLI::App& bench, int* exit_code);

@@ -122,6 +122,9 @@ TEST(AsyncEngineTest, CancelFreesBlocksWithinAStep) {
   ASSERT_TRUE(s.ok());
   // Wait for the first tokens, then cancel.
   ASSERT_TRUE(w.Wait());
+  // Stats are published after the step whose outputs woke us: poll for them.
+  for (int i = 0; i < 200 && ae->Stats().engine.kv_cache_usage == 0; ++i)
+    std::this_thread::sleep_for(5ms);
   EXPECT_GT(ae->Stats().engine.kv_cache_usage, 0);
   ae->Cancel("long");
   Collected c = Collect(**s, w);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/logging.h"
+#include "engine/gguf_tokenizer_loader.h"
 
 namespace xinfer {
 
@@ -72,7 +73,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   EngineConfig& c = engine->config_;
   c = config;
   engine->backend_ = CreateCpuBackend({.num_threads = c.threads});
-  XI_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::FromDir(c.model));
+  XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
+                                                                    : Tokenizer::FromDir(c.model));
   XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_));
   const ModelConfig& mc = engine->model_->config();
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));

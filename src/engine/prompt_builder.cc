@@ -1,5 +1,7 @@
 #include "engine/prompt_builder.h"
 
+#include "engine/gguf_tokenizer_loader.h"
+
 namespace xinfer {
 
 using json = nlohmann::ordered_json;
@@ -9,7 +11,11 @@ StatusOr<std::unique_ptr<PromptBuilder>> PromptBuilder::Create(
     const std::string& chat_template_arg) {
   auto b = std::unique_ptr<PromptBuilder>(new PromptBuilder(tokenizer));
   // A model without a chat template (e.g. a base model) still serves plain prompts.
-  auto loaded = LoadChatTemplateConfig(model_dir);
+  // A GGUF file carries its template in the metadata, which its tokenizer already holds.
+  auto loaded = IsGgufModelPath(model_dir)
+                    ? StatusOr<ChatTemplateConfig>(ChatTemplateConfig{
+                          tokenizer.chat_template(), tokenizer.bos_token(), tokenizer.eos_token()})
+                    : LoadChatTemplateConfig(model_dir);
   if (!loaded.ok() && loaded.status().code() != StatusCode::kNotFound) return loaded.status();
   ChatTemplateConfig cfg = loaded.ok() ? *loaded : ChatTemplateConfig{};
   if (!chat_template_arg.empty()) {

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -179,6 +180,36 @@ TEST(CliTest, OfflineBatchJsonl) {
                            " --output " + out);
   EXPECT_EQ(nj.exit_code, 1);
   EXPECT_NE(nj.err.find("line 1: not valid JSON"), std::string::npos) << nj.err;
+}
+
+// Quantize to AWQ, then inspect and generate from the result; GGUF files run through the same
+// commands.
+TEST(CliTest, QuantizeAwqAndGguf) {
+  XI_REQUIRE_SHARED("models/tinystories-656k-qwen2");
+  XI_REQUIRE_SHARED("models/tiny-qwen3-q4_0.gguf");
+  const std::string dst = ::testing::TempDir() + "xinfer_cli_awq";
+  std::filesystem::remove_all(dst);
+  RunResult q = RunXinfer("quantize --awq " + Model("tinystories-656k-qwen2") + " " + dst);
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  RunResult again = RunXinfer("quantize --awq " + Model("tinystories-656k-qwen2") + " " + dst);
+  EXPECT_EQ(again.exit_code, 1);  // refuses to overwrite
+  EXPECT_NE(again.err.find("error: "), std::string::npos);
+  RunResult i = RunXinfer("inspect " + dst);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("quantization: awq 4-bit group 128"), std::string::npos) << i.out;
+  RunResult g = RunXinfer("generate --model " + dst +
+                          " --prompt-ids 1 --max-tokens 16 --temperature 0 --json");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(json::parse(g.out)["text"].get<std::string>().find("Lily"), std::string::npos);
+  std::filesystem::remove_all(dst);
+
+  const std::string gguf = testing::SharedDir() + "/models/tiny-qwen3-q4_0.gguf";
+  RunResult gi = RunXinfer("inspect " + gguf);
+  ASSERT_EQ(gi.exit_code, 0) << gi.err;
+  EXPECT_NE(gi.out.find("Qwen3ForCausalLM"), std::string::npos);
+  RunResult gg = RunXinfer("generate --model " + gguf + " --prompt Hello --max-tokens 4 --json");
+  ASSERT_EQ(gg.exit_code, 0) << gg.err;
+  EXPECT_EQ(json::parse(gg.out)["token_ids"].size(), 4u);
 }
 
 TEST(CliTest, ErrorsExitNonZeroWithMessage) {

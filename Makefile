@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 CTEST_ARGS ?= --output-on-failure
 
-.PHONY: all deps build build-debug test test-asan test-unit serve format clean node-deps
+.PHONY: all deps build build-debug test test-asan test-tsan serve format clean node-deps
 
 all: build
 
@@ -32,6 +32,15 @@ test-asan: deps node-deps
 	@$(CMAKE) --preset asan >/dev/null
 	@$(CMAKE) --build --preset asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_ARGS) -j $(JOBS)
+
+# ThreadSanitizer on what runs threads: the async engine and the HTTP server (unit tests and the
+# Node client tests at a smaller load). OpenMP's runtime is not instrumented, so the model runs
+# with one OpenMP thread here.
+test-tsan: deps node-deps
+	@$(CMAKE) --preset tsan >/dev/null
+	@$(CMAKE) --build --preset tsan -j $(JOBS) --target xinfer engine_tests server_tests
+	@cd build-tsan && OMP_NUM_THREADS=1 ./bin/engine_tests && ./bin/server_tests && \
+	  OMP_NUM_THREADS=1 ctest $(CTEST_ARGS) -L server
 
 serve: build
 	@scripts/serve-default.sh

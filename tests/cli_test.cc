@@ -212,6 +212,38 @@ TEST(CliTest, QuantizeAwqAndGguf) {
   EXPECT_EQ(json::parse(gg.out)["token_ids"].size(), 4u);
 }
 
+// `xinfer chat-template` prints exactly what Jinja2 rendered for every golden case, and
+// `generate --chat` tokenizes that rendering.
+TEST(CliTest, ChatTemplateCommandMatchesJinja2) {
+  XI_REQUIRE_SHARED("golden/chat_template/qwen3.jsonl");
+  std::ifstream golden(testing::SharedDir() + "/golden/chat_template/qwen3.jsonl");
+  const std::string case_path = ::testing::TempDir() + "xinfer_chat_case.json";
+  int cases = 0;
+  for (std::string line; std::getline(golden, line);) {
+    // ordered: tool schemas must reach the template in their original key order.
+    nlohmann::ordered_json g = nlohmann::ordered_json::parse(line);
+    std::ofstream(case_path) << g["input"].dump();
+    RunResult r = RunXinfer("chat-template --model " + Model("tiny-qwen3") + " --input " +
+                            case_path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, g["rendered"].get<std::string>()) << g["name"];
+    ++cases;
+  }
+  EXPECT_EQ(cases, 8);
+  RunResult chat = RunXinfer("generate --model " + Model("tiny-qwen3") +
+                             " --chat --prompt Hello! --max-tokens 2 --temperature 0 --json");
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  RunResult ids = RunXinfer("tokenize --no-special-tokens --model " + Model("tiny-qwen3") +
+                            " '<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n'");
+  ASSERT_EQ(ids.exit_code, 0) << ids.err;
+  EXPECT_EQ(json::parse(chat.out)["prompt_ids"], json::parse(ids.out));
+  std::ofstream(case_path) << "{\"messages\": 5}";
+  RunResult bad = RunXinfer("chat-template --model " + Model("tiny-qwen3") + " --input " +
+                            case_path);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("error: "), std::string::npos);
+}
+
 TEST(CliTest, ErrorsExitNonZeroWithMessage) {
   RunResult missing = RunXinfer("generate --model /nonexistent/model --prompt hi");
   EXPECT_EQ(missing.exit_code, 1);

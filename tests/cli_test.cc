@@ -212,6 +212,37 @@ TEST(CliTest, QuantizeAwqAndGguf) {
   EXPECT_EQ(json::parse(gg.out)["token_ids"].size(), 4u);
 }
 
+// `quantize --gguf`: the export inspects and generates like the folder it came from; bad types
+// and existing outputs exit 1 with a message.
+TEST(CliTest, QuantizeGgufExport) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  const std::string dst = ::testing::TempDir() + "xinfer_cli_export.gguf";
+  std::filesystem::remove(dst);
+  RunResult q = RunXinfer("quantize --gguf q8_0 " + Model("tinystories-656k") + " " + dst);
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.out.find("(GGUF, q8_0)"), std::string::npos) << q.out;
+  RunResult i = RunXinfer("inspect " + dst);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("LlamaForCausalLM"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("Q8_0"), std::string::npos) << i.out;
+  RunResult g = RunXinfer("generate --model " + dst +
+                          " --prompt-ids 1 --max-tokens 16 --temperature 0 --json");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(json::parse(g.out)["text"].get<std::string>().find("Lily"), std::string::npos);
+
+  RunResult again = RunXinfer("quantize --gguf q8_0 " + Model("tinystories-656k") + " " + dst);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("refusing to overwrite"), std::string::npos) << again.err;
+  std::filesystem::remove(dst);
+  RunResult bad = RunXinfer("quantize --gguf q5_k " + Model("tinystories-656k") + " " + dst);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unsupported GGUF type 'q5_k'"), std::string::npos) << bad.err;
+  RunResult both = RunXinfer("quantize --awq --gguf f16 " + Model("tinystories-656k") + " " + dst);
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("exactly one of --awq and --gguf"), std::string::npos) << both.err;
+  EXPECT_FALSE(std::filesystem::exists(dst));
+}
+
 // `xinfer chat-template` prints exactly what Jinja2 rendered for every golden case, and
 // `generate --chat` tokenizes that rendering.
 TEST(CliTest, ChatTemplateCommandMatchesJinja2) {

@@ -180,6 +180,40 @@ TEST_F(GgufTest, WriterRoundTripsTensorsWithAlignment) {
   EXPECT_EQ(g.GetWeight("absent").status().code(), StatusCode::kNotFound);
 }
 
+// Streaming (AddTensorInfo + WriteFile with a fill callback) writes the same bytes as the
+// in-memory writer, asks for each tensor once, and stops with a Status when a fill is wrong.
+TEST_F(GgufTest, StreamingWriterMatchesInMemoryWriter) {
+  const std::string a = F32Bytes({1.f, 2.f, 3.f}), b = F32Bytes({4.f, 5.f});
+  GgufWriter mem, streamed;
+  for (GgufWriter* w : {&mem, &streamed}) w->SetString("general.architecture", "qwen3");
+  mem.AddTensor("a", ggml::kF32, {3}, a);
+  mem.AddTensor("b", ggml::kF32, {2}, b);
+  streamed.AddTensorInfo("a", ggml::kF32, {3}, a.size());
+  streamed.AddTensor("b", ggml::kF32, {2}, b);  // the two kinds mix
+  const std::string path = Write("");
+  std::vector<std::string> asked;
+  auto fill = [&](const std::string& name) -> StatusOr<std::string> {
+    asked.push_back(name);
+    return a;
+  };
+  ASSERT_TRUE(streamed.WriteFile(path, fill).ok());
+  EXPECT_EQ(asked, std::vector<std::string>{"a"});
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(bytes, mem.Serialize());
+
+  Status s = streamed.WriteFile(
+      path, [](const std::string&) -> StatusOr<std::string> { return std::string("short"); });
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("'a'"));
+  s = streamed.WriteFile(path, [](const std::string& n) -> StatusOr<std::string> {
+    return NotFound("no data for {}", n);
+  });
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  // Without a fill, a declared tensor is an error rather than garbage.
+  EXPECT_EQ(streamed.WriteFile(path).code(), StatusCode::kInternal);
+}
+
 std::string OneTensorFile(uint32_t type, std::vector<uint64_t> ne, uint64_t offset,
                           const std::string& data, const std::string& kvs = "", uint64_t n_kv = 0) {
   return RawGguf(3, kvs, n_kv, {{"w", std::move(ne), type, offset}}, data);

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "base/check.h"
+
 namespace xinfer {
 namespace {
 
@@ -77,16 +79,21 @@ void GgufWriter::SetI32Array(const std::string& key, const std::vector<int32_t>&
 
 void GgufWriter::AddTensor(const std::string& name, uint32_t ggml_type, std::vector<int64_t> ne,
                            std::string data) {
-  tensors_.push_back({name, ggml_type, std::move(ne), std::move(data)});
+  const size_t n = data.size();
+  tensors_.push_back({name, ggml_type, std::move(ne), std::move(data), n, false});
 }
 
-std::string GgufWriter::Serialize() const {
+void GgufWriter::AddTensorInfo(const std::string& name, uint32_t ggml_type, std::vector<int64_t> ne,
+                               size_t nbytes) {
+  tensors_.push_back({name, ggml_type, std::move(ne), {}, nbytes, true});
+}
+
+std::string GgufWriter::SerializeHeader() const {
   std::string s = "GGUF";
   Put<uint32_t>(s, 3);
   Put<uint64_t>(s, tensors_.size());
   Put<uint64_t>(s, kvs_.size());
   for (const auto& kv : kvs_) s += kv;
-  auto align = [this](size_t n) { return (n + alignment_ - 1) / alignment_ * alignment_; };
   size_t offset = 0;
   for (const auto& t : tensors_) {
     PutString(s, t.name);
@@ -94,22 +101,51 @@ std::string GgufWriter::Serialize() const {
     for (int64_t d : t.ne) Put<uint64_t>(s, static_cast<uint64_t>(d));
     Put<uint32_t>(s, t.type);
     Put<uint64_t>(s, offset);
-    offset = align(offset + t.data.size());
+    offset = Align(offset + t.nbytes);
   }
-  s.resize(align(s.size()), '\0');
+  s.resize(Align(s.size()), '\0');
+  return s;
+}
+
+std::string GgufWriter::Serialize() const {
+  std::string s = SerializeHeader();
   for (const auto& t : tensors_) {
+    XI_CHECK_MSG(!t.streamed, "Serialize() needs every tensor's data; use WriteFile(path, fill)");
     s += t.data;
-    s.resize(align(s.size()), '\0');
+    s.resize(Align(s.size()), '\0');
   }
   return s;
 }
 
 Status GgufWriter::WriteFile(const std::string& path) const {
+  return WriteFile(path, [](const std::string& name) -> StatusOr<std::string> {
+    return Internal("tensor '{}' was declared without data", name);
+  });
+}
+
+Status GgufWriter::WriteFile(const std::string& path, const TensorFill& fill) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return NotFound("cannot create {}", path);
-  const std::string bytes = Serialize();
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return Internal("write to {} failed", path);
+  auto put = [&out](const std::string& bytes) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  };
+  put(SerializeHeader());
+  const std::string zeros(alignment_, '\0');
+  for (const auto& t : tensors_) {
+    if (!t.streamed) {
+      put(t.data);
+    } else {
+      XI_ASSIGN_OR_RETURN(std::string data, fill(t.name));
+      if (data.size() != t.nbytes)
+        return Internal("tensor '{}': {} bytes produced, {} declared", t.name, data.size(),
+                        t.nbytes);
+      put(data);
+    }
+    out.write(zeros.data(), static_cast<std::streamsize>(Align(t.nbytes) - t.nbytes));
+    if (!out) return Internal("write to {} failed (disk full?)", path);
+  }
+  out.close();
+  if (!out) return Internal("write to {} failed (disk full?)", path);
   return Status::Ok();
 }
 

@@ -1,0 +1,328 @@
+// `xinfer quantize --gguf` (cli/gguf_export.h) against the GGUF files llama.cpp's own tools made
+// from the shared tiny-qwen3 folder (convert_hf_to_gguf.py for bf16, llama-quantize for q8_0 /
+// q4_0): same metadata, tensor names, types, shapes and bytes; exports of every shared
+// architecture load back through xinfer's GGUF loader with the golden logits and the folder's
+// tokenization; bad input fails with a clear Status and leaves no file behind.
+#include "cli/gguf_export.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/gguf_tokenizer_loader.h"
+#include "formats/gguf.h"
+#include "model/causal_lm.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace xinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kQwen3 = "models/tiny-qwen3";
+
+std::string Shared(const std::string& rel) { return testing::SharedDir() + "/" + rel; }
+
+// A fresh path in the temp folder (nothing there, no leftover .tmp either).
+std::string TempGguf(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / fmt::format("xinfer-gguf-{}-{}.gguf", name, getpid());
+  fs::remove(p);
+  fs::remove(p.string() + ".tmp");
+  return p.string();
+}
+
+// Exports `src` (relative to ../shared) as `type` into a temp file and opens it.
+std::unique_ptr<GgufFile> Export(const std::string& src, const std::string& type,
+                                 const std::string& path) {
+  auto t = ParseGgufExportType(type);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  Status s = ExportGguf(Shared(src), path, {.type = *t});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  auto f = GgufFile::Open(path);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? std::move(*f) : nullptr;
+}
+
+std::unique_ptr<GgufFile> OpenShared(const std::string& rel) {
+  auto f = GgufFile::Open(Shared(rel));
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? std::move(*f) : nullptr;
+}
+
+bool SameValue(const GgufValue& a, const GgufValue& b) {
+  if (a.type != b.type || a.u64 != b.u64 || a.i64 != b.i64 || a.b != b.b || a.str != b.str)
+    return false;
+  // Both sides read the same float32 bits, so exact equality is right (NaN never appears here).
+  if (a.f64 != b.f64 || a.array_type != b.array_type || a.array.size() != b.array.size())
+    return false;
+  for (size_t i = 0; i < a.array.size(); ++i)
+    if (!SameValue(a.array[i], b.array[i])) return false;
+  return true;
+}
+
+bool SameBytes(const GgufFile& fa, const GgufTensorInfo& a, const GgufFile& fb,
+               const GgufTensorInfo& b) {
+  return a.size == b.size && std::memcmp(fa.GetRaw(a).raw(), fb.GetRaw(b).raw(), a.size) == 0;
+}
+
+// Test 1: the bf16 export is what convert_hf_to_gguf.py wrote, key by key and tensor by tensor.
+TEST(GgufExportTest, Bf16MatchesLlamaCppConverter) {
+  XI_REQUIRE_SHARED(kQwen3);
+  XI_REQUIRE_SHARED("models/tiny-qwen3-bf16.gguf");
+  const std::string path = TempGguf("bf16");
+  auto ours = Export(kQwen3, "bf16", path);
+  auto ref = OpenShared("models/tiny-qwen3-bf16.gguf");
+  ASSERT_TRUE(ours && ref);
+
+  EXPECT_EQ(ours->metadata().size(), ref->metadata().size());
+  for (const auto& [key, value] : ref->metadata()) {
+    const GgufValue* v = ours->Find(key);
+    if (v == nullptr) {
+      ADD_FAILURE() << "missing metadata key " << key;
+      continue;
+    }
+    EXPECT_TRUE(SameValue(*v, value))
+        << key << ": ours " << v->ToString() << ", llama.cpp " << value.ToString();
+  }
+  ASSERT_EQ(ours->tensors().size(), ref->tensors().size());
+  for (const GgufTensorInfo& r : ref->tensors()) {
+    const GgufTensorInfo* o = ours->FindTensor(r.name);
+    ASSERT_NE(o, nullptr) << r.name;
+    EXPECT_EQ(o->type, r.type) << r.name;
+    EXPECT_EQ(o->ne, r.ne) << r.name;
+    EXPECT_TRUE(SameBytes(*ours, *o, *ref, r)) << r.name << " data differs";
+  }
+  fs::remove(path);
+}
+
+// Test 2: q8_0 / q4_0 against llama-quantize. The reference quantizers round exactly as
+// llama.cpp's quantize_row_q8_0_ref / quantize_row_q4_0_ref, so equal types mean equal bytes.
+// The shared q4_0 file is llama-quantize's default mix, not --pure: its token_embd is Q8_0,
+// which is compared with our q8_0 export's instead.
+TEST(GgufExportTest, QuantizedMatchLlamaQuantize) {
+  XI_REQUIRE_SHARED(kQwen3);
+  XI_REQUIRE_SHARED("models/tiny-qwen3-q8_0.gguf");
+  XI_REQUIRE_SHARED("models/tiny-qwen3-q4_0.gguf");
+  const std::string q8_path = TempGguf("q8_0"), q4_path = TempGguf("q4_0");
+  auto q8 = Export(kQwen3, "q8_0", q8_path);
+  auto q4 = Export(kQwen3, "q4_0", q4_path);
+  auto ref_q8 = OpenShared("models/tiny-qwen3-q8_0.gguf");
+  auto ref_q4 = OpenShared("models/tiny-qwen3-q4_0.gguf");
+  ASSERT_TRUE(q8 && q4 && ref_q8 && ref_q4);
+
+  struct Pair {
+    const GgufFile* ours;
+    const GgufFile* ref;
+    uint32_t type;
+  };
+  for (const Pair& p :
+       {Pair{q8.get(), ref_q8.get(), ggml::kQ8_0}, Pair{q4.get(), ref_q4.get(), ggml::kQ4_0}}) {
+    SCOPED_TRACE(GgmlTypeName(p.type));
+    EXPECT_EQ(*p.ours->GetInt("general.file_type"), *p.ref->GetInt("general.file_type"));
+    ASSERT_EQ(p.ours->tensors().size(), p.ref->tensors().size());
+    int identical = 0, other_type = 0;
+    for (const GgufTensorInfo& r : p.ref->tensors()) {
+      const GgufTensorInfo* o = p.ours->FindTensor(r.name);
+      ASSERT_NE(o, nullptr) << r.name;
+      EXPECT_EQ(o->ne, r.ne) << r.name;
+      // --pure: every matrix in the export is of the requested type, vectors F32.
+      EXPECT_EQ(o->type, o->ne.size() == 2 ? p.type : ggml::kF32) << r.name;
+      if (o->type != r.type) {
+        ++other_type;
+        const GgufTensorInfo* same = q8->FindTensor(r.name);
+        ASSERT_EQ(r.type, ggml::kQ8_0) << r.name << " has an unexpected type in the reference";
+        EXPECT_TRUE(SameBytes(*q8, *same, *p.ref, r)) << r.name << " differs from our q8_0";
+        continue;
+      }
+      EXPECT_TRUE(SameBytes(*p.ours, *o, *p.ref, r)) << r.name << " differs from llama-quantize";
+      identical += SameBytes(*p.ours, *o, *p.ref, r);
+    }
+    std::cout << GgmlTypeName(p.type) << ": " << identical << " tensors byte-identical, "
+              << other_type << " of another type in the reference\n";
+    EXPECT_LE(other_type, 1);  // token_embd of the q4_0 file
+  }
+
+  // Same bytes, same model: our q8_0 export and llama-quantize's give the same logits.
+  auto backend = CreateCpuBackend();
+  std::vector<std::vector<float>> logits;
+  for (const std::string& path : {q8_path, Shared("models/tiny-qwen3-q8_0.gguf"), q4_path}) {
+    auto model = LoadCausalLM(path, *backend);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    std::vector<float> out((*model)->config().vocab_size);
+    SingleSequence seq(**model, *backend, 8);
+    const std::vector<int32_t> ids = {9707, 1879, 11};
+    ASSERT_TRUE(seq.Append(ids, out).ok());
+    for (float x : out) ASSERT_TRUE(std::isfinite(x)) << path;
+    logits.push_back(std::move(out));
+  }
+  EXPECT_EQ(logits[0], logits[1]);
+  fs::remove(q8_path);
+  fs::remove(q4_path);
+}
+
+std::vector<float> ReadF32(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max<double>(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+struct RoundTrip {
+  std::string model;   // under models/
+  std::string golden;  // under golden/logits/
+  std::string type;
+};
+void PrintTo(const RoundTrip& c, std::ostream* os) { *os << c.model << " " << c.type; }
+
+class GgufExportRoundTripTest : public ::testing::TestWithParam<RoundTrip> {};
+
+// Test 3: the export, loaded by xinfer's GGUF loader, gives the golden logits (and the same
+// logits as the folder it came from: the llama q/k permutation round-trips exactly), and its
+// tokenizer encodes like the folder's tokenizer.json.
+TEST_P(GgufExportRoundTripTest, LogitsAndTokenizerMatchTheFolder) {
+  const RoundTrip c = GetParam();
+  XI_REQUIRE_SHARED("models/" + c.model);
+  XI_REQUIRE_SHARED("golden/logits/" + c.golden + "/golden.json");
+  const std::string path = TempGguf(c.model + "-" + c.type);
+  ASSERT_TRUE(Export("models/" + c.model, c.type, path));
+
+  auto backend = CreateCpuBackend();
+  auto gguf = LoadCausalLM(path, *backend);
+  auto folder = LoadCausalLM(Shared("models/" + c.model), *backend);
+  ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+  ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+  const int vocab = (*gguf)->config().vocab_size;
+  ASSERT_EQ(vocab, (*folder)->config().vocab_size);
+  EXPECT_EQ((*gguf)->config().tie_word_embeddings, (*folder)->config().tie_word_embeddings);
+
+  auto gguf_tok = LoadGgufTokenizer(path);
+  auto folder_tok = Tokenizer::FromDir(Shared("models/" + c.model));
+  ASSERT_TRUE(gguf_tok.ok()) << gguf_tok.status().ToString();
+  ASSERT_TRUE(folder_tok.ok()) << folder_tok.status().ToString();
+  EXPECT_EQ((*gguf_tok)->chat_template(), (*folder_tok)->chat_template());
+  // (Not bos_id: like llama.cpp's converter, the export takes Qwen's BOS from config.json where
+  // tokenizer_config.json has none; with add_bos_token false it never reaches a prompt.)
+  EXPECT_EQ((*gguf_tok)->eos_id(), (*folder_tok)->eos_id());
+
+  std::ifstream gf(Shared("golden/logits/" + c.golden + "/golden.json"));
+  const json golden = json::parse(gf);
+  std::vector<std::string> texts = {
+      "Once upon a time, there was a little girl named Lily. She loved to play outside!",
+      "  two  spaces, a tab\tand\nnew lines\n\n", "numbers 12345 and 3.14, symbols #@!?",
+      "Zürich naïve café 東京 🚀"};
+  for (const auto& prompt : golden["prompts"]) {
+    SCOPED_TRACE(prompt["name"].get<std::string>());
+    const std::vector<int32_t> ids = prompt["ids"].get<std::vector<int32_t>>();
+    const std::vector<float> ref = ReadF32(Shared(
+        "golden/logits/" + c.golden + "/" + prompt["name"].get<std::string>() + ".logits.f32"));
+    std::vector<float> a(vocab), b(vocab);
+    SingleSequence sa(**gguf, *backend, static_cast<int64_t>(ids.size()));
+    SingleSequence sb(**folder, *backend, static_cast<int64_t>(ids.size()));
+    ASSERT_TRUE(sa.Append(ids, a).ok());
+    ASSERT_TRUE(sb.Append(ids, b).ok());
+    EXPECT_LT(MaxAbsDiff(a, ref), 2e-2);  // the golden tests' tolerance
+    // Same weights in the same dtype: only the loader differs, and it must not change a thing.
+    EXPECT_LT(MaxAbsDiff(a, b), 1e-5);
+    if (prompt.contains("text")) texts.push_back(prompt["text"].get<std::string>());
+  }
+  for (const std::string& text : texts) {
+    auto x = (*gguf_tok)->Encode(text), y = (*folder_tok)->Encode(text);
+    ASSERT_TRUE(x.ok() && y.ok()) << text;
+    EXPECT_EQ(*x, *y) << "'" << text << "'";
+    EXPECT_EQ((*gguf_tok)->Decode(*x), (*folder_tok)->Decode(*y)) << "'" << text << "'";
+  }
+  fs::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, GgufExportRoundTripTest,
+                         ::testing::Values(RoundTrip{"tiny-qwen3", "tiny-qwen3", "bf16"},
+                                           RoundTrip{"tiny-qwen2", "tiny-qwen2", "bf16"},
+                                           RoundTrip{"tinystories-656k", "tinystories-656k", "f32"},
+                                           RoundTrip{"tinystories-656k-qwen2", "tinystories-656k",
+                                                     "f32"}),
+                         [](const auto& info) {
+                           std::string n = info.param.model + "_" + info.param.type;
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+// Test 4: bad input is a Status naming the problem, and no file (nor .tmp) is left behind.
+TEST(GgufExportTest, BadInputFailsCleanly) {
+  const std::string dst = TempGguf("bad");
+  Status s = ExportGguf("/nonexistent/model", dst, {});
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("/nonexistent/model"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(fs::exists(dst));
+
+  auto bad_type = ParseGgufExportType("q4_k");
+  EXPECT_EQ(bad_type.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_type.status().message().find("supported: f32, f16, bf16, q8_0, q4_0"),
+            std::string::npos)
+      << bad_type.status().ToString();
+  EXPECT_EQ(*ParseGgufExportType("Q8_0"), GgufExportType::kQ8_0);
+
+  if (!testing::HaveShared(kQwen3)) GTEST_SKIP() << "../shared/" << kQwen3 << " not found";
+  // An existing destination is refused and left untouched.
+  std::ofstream(dst) << "keep";
+  s = ExportGguf(Shared(kQwen3), dst, {});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("refusing to overwrite"), std::string::npos) << s.ToString();
+  EXPECT_EQ(fs::file_size(dst), 4u);
+  fs::remove(dst);
+
+  s = ExportGguf(Shared(kQwen3), dst + ".bin", {});
+  EXPECT_NE(s.message().find("must end in .gguf"), std::string::npos) << s.ToString();
+  s = ExportGguf(Shared(kQwen3), "/nonexistent/dir/x.gguf", {});
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+
+  // A folder of an architecture llama.cpp's layout here does not cover, and one whose tokenizer
+  // is broken: both fail after the checks above, and still leave nothing.
+  const fs::path dir = fs::temp_directory_path() / fmt::format("xinfer-gguf-src-{}", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"model.safetensors", "tokenizer_config.json"})
+    fs::create_symlink(Shared(kQwen3) + "/" + f, dir / f);
+  std::ifstream in(Shared(kQwen3) + "/config.json");
+  json config = json::parse(in);
+  config["architectures"] = {"MistralForCausalLM"};
+  std::ofstream(dir / "config.json") << config.dump();
+  std::ofstream(dir / "tokenizer.json") << "{}";
+  s = ExportGguf(dir.string(), dst, {});
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+  EXPECT_NE(s.message().find("MistralForCausalLM"), std::string::npos) << s.ToString();
+  config["architectures"] = {"Qwen3ForCausalLM"};
+  std::ofstream(dir / "config.json") << config.dump();
+  s = ExportGguf(dir.string(), dst, {});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tokenizer.json"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(fs::exists(dst));
+  EXPECT_FALSE(fs::exists(dst + ".tmp"));
+  fs::remove_all(dir);
+
+  // An already-quantized (AWQ) source.
+  if (testing::HaveShared("models/tinystories-656k-awq")) {
+    s = ExportGguf(Shared("models/tinystories-656k-awq"), dst, {});
+    EXPECT_NE(s.message().find("already quantized"), std::string::npos) << s.ToString();
+    EXPECT_FALSE(fs::exists(dst));
+  }
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -9,6 +9,8 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/fast_cpu_ops.h"
+#include "backend/cpu/quant_ops.h"
+#include "tensor/quant_blocks.h"
 
 namespace xinfer {
 namespace {
@@ -64,10 +66,87 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
     b->Args({16, 151936, 896, dt, 0});
   }
   b->Args({1, 4864, 896, 2, 0});
+  b->Args({1, 151936, 896, 2, 0});  // F16 lm_head (AWQ checkpoints keep it in F16)
   b->Args({1, 4864, 896, 1, 1});  // the portable reference, for scale
   b->Args({64, 4864, 896, 1, 1});
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"T", "N", "K", "dtype", "ref"})->UseRealTime();
+
+// A [n, k] weight quantized with the reference quantizers (AWQ4: group 128, as Qwen's AWQ
+// checkpoints).
+QuantTensor RandomQuant(QuantType type, int64_t n, int64_t k) {
+  Backend& be = TheBackend();
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> row(k);
+  QuantTensor q;
+  q.type = type;
+  q.rows = n;
+  q.cols = k;
+  if (type == QuantType::kAwq4) {
+    q.group_size = 128;
+    const int64_t groups = k / 128;
+    q.data = be.NewTensor(DType::kU8, {n, k / 2});
+    q.scales = be.NewTensor(DType::kF32, {n, groups});
+    q.zeros = be.NewTensor(DType::kF32, {n, groups});
+    std::vector<uint8_t> nib(128);
+    for (int64_t r = 0; r < n; ++r) {
+      for (auto& v : row) v = dist(rng);
+      for (int64_t g = 0; g < groups; ++g) {
+        const AwqGroup ag = QuantizeAwqGroupRef(&row[g * 128], 128, nib.data());
+        q.scales.data<float>()[r * groups + g] = F16ToF32(ag.scale_f16);
+        q.zeros.data<float>()[r * groups + g] = ag.zero;
+        for (int i = 0; i < 64; ++i)
+          q.data.data<uint8_t>()[r * k / 2 + g * 64 + i] =
+              static_cast<uint8_t>(nib[2 * i] | (nib[2 * i + 1] << 4));
+      }
+    }
+  } else {
+    q.data = TheBackend().NewTensor(DType::kU8,
+                                    {n, static_cast<int64_t>(k / 32 * QuantBlockBytes(type))});
+    for (int64_t r = 0; r < n; ++r) {
+      for (auto& v : row) v = dist(rng);
+      QuantizeBlocksRef(type, row.data(), k, const_cast<uint8_t*>(q.row(r)));
+    }
+  }
+  return q;
+}
+
+// Args: T, N, K, type (0 Q8_0, 1 Q4_0, 2 AWQ4-g128), reference (1: portable kernels).
+void BM_QuantLinear(benchmark::State& state) {
+  const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
+  const QuantType type = state.range(3) == 0   ? QuantType::kQ8_0
+                         : state.range(3) == 1 ? QuantType::kQ4_0
+                                               : QuantType::kAwq4;
+  FastCpuOps fast;
+  CpuOps ref;
+  Ops& ops = state.range(4) ? static_cast<Ops&>(ref) : fast;
+  Tensor x = Random(DType::kF32, {t, k});
+  QuantTensor w = RandomQuant(type, n, k);
+  Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
+  for (auto _ : state) {
+    ops.QuantLinear(x, w, nullptr, y);
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w.size_bytes()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void QuantLinearArgs(benchmark::internal::Benchmark* b) {
+  for (int type : {2, 1, 0}) {
+    for (int t : {1, 16, 64}) {
+      b->Args({t, 4864, 896, type, 0});  // gate/up
+      b->Args({t, 896, 4864, type, 0});  // down
+    }
+    b->Args({1, 151936, 896, type, 0});  // lm_head (streams from DRAM)
+  }
+}
+BENCHMARK(BM_QuantLinear)
+    ->Apply(QuantLinearArgs)
+    ->ArgNames({"T", "N", "K", "type", "ref"})
+    ->UseRealTime();
 
 // Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.
 void BM_PagedAttention(benchmark::State& state) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "tensor/dtype.h"
 
@@ -25,9 +26,51 @@ double PeakFor(const MachineLimits& m, const char** name) {
   return m.f32_gflop_s;
 }
 
+
+// A GGUF file: projections are the 2-D blk.* weights; token_embd doubles as the lm_head when
+// there is no output.weight.
+StatusOr<ModelCost> GgufModelCost(const std::string& path) {
+  XI_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(path));
+  XI_ASSIGN_OR_RETURN(std::string arch, gguf->GetString("general.architecture"));
+  XI_ASSIGN_OR_RETURN(int64_t hidden, gguf->GetInt(arch + ".embedding_length"));
+  XI_ASSIGN_OR_RETURN(int64_t layers, gguf->GetInt(arch + ".block_count"));
+  XI_ASSIGN_OR_RETURN(int64_t heads, gguf->GetInt(arch + ".attention.head_count"));
+  auto kv = gguf->GetInt(arch + ".attention.head_count_kv");
+  const int64_t kv_heads = kv.ok() ? *kv : heads;
+  auto key_length = gguf->GetInt(arch + ".attention.key_length");
+  const int64_t head_dim = key_length.ok() ? *key_length : (heads > 0 ? hidden / heads : 0);
+  ModelCost cost;
+  bool has_output = false;
+  size_t embed_bytes = 0;
+  int64_t vocab = 0;
+  for (const GgufTensorInfo& t : gguf->tensors()) {
+    cost.weight_bytes += t.size;
+    if (t.name.rfind("blk.", 0) == 0 && EndsWith(t.name, ".weight") && t.shape.size() == 2) {
+      cost.linear_flops += 2.0 * static_cast<double>(t.num_elements);
+      cost.decode_read_bytes += t.size;
+      cost.dtype = GgmlTypeName(t.type);
+    } else if (t.name == "output.weight") {
+      has_output = true;
+      cost.decode_read_bytes += t.size;
+    } else if (t.name == "token_embd.weight") {
+      embed_bytes = t.size;
+      vocab = t.shape.empty() ? 0 : t.shape[0];
+    } else {
+      cost.decode_read_bytes += t.size;
+    }
+  }
+  if (!has_output) cost.decode_read_bytes += embed_bytes;
+  cost.lm_head_flops = 2.0 * static_cast<double>(vocab) * static_cast<double>(hidden);
+  cost.attn_flops_per_ctx = 4.0 * layers * heads * head_dim;
+  cost.kv_bytes_per_token = static_cast<size_t>(layers) * 2 * kv_heads * head_dim * sizeof(float);
+  return cost;
+}
+
 }  // namespace
 
-StatusOr<ModelCost> ComputeModelCost(const std::string& model_dir) {
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_path) {
+  if (EndsWith(model_path, ".gguf")) return GgufModelCost(model_path);
+  const std::string& model_dir = model_path;
   std::ifstream in(model_dir + "/config.json");
   if (!in) return NotFound("no config.json in {}", model_dir);
   nlohmann::json c = nlohmann::json::parse(in, nullptr, false);
@@ -47,6 +90,18 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_dir) {
       cost.linear_flops += 2.0 * static_cast<double>(NumElements(info->shape));
       cost.decode_read_bytes += info->size;
       cost.dtype = DTypeName(info->dtype);
+    } else if (EndsWith(name, "_proj.qweight") && info->shape.size() == 2) {
+      // AWQ: int32 [in, out / 8]. The loader repacks to one byte per two weights plus an F32
+      // scale and an F32 zero per group (model/awq.cc): that is what decode reads.
+      const double params = 8.0 * static_cast<double>(NumElements(info->shape));
+      cost.linear_flops += 2.0 * params;
+      cost.decode_read_bytes += info->size;
+      const std::string base = name.substr(0, name.size() - std::string("qweight").size());
+      if (const TensorInfo* scales = store->Find(base + "scales"))
+        cost.decode_read_bytes += static_cast<size_t>(NumElements(scales->shape)) * 8;
+      cost.dtype = "AWQ4";
+    } else if (EndsWith(name, "_proj.scales") || EndsWith(name, "_proj.qzeros")) {
+      // counted with the qweight
     } else if (name == "lm_head.weight") {
       has_lm_head = true;
       cost.decode_read_bytes += info->size;

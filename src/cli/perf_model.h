@@ -20,7 +20,8 @@ struct ModelCost {
   std::string dtype;              // dtype of the projection weights ("BF16", "F32", ...)
 };
 
-StatusOr<ModelCost> ComputeModelCost(const std::string& model_dir);
+// `model_path`: a Hugging Face folder (dense or AWQ safetensors) or a .gguf file.
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_path);
 
 struct Roofline {
   double decode_tok_s_per_seq = 0;  // one sequence: bandwidth / bytes per step

@@ -22,7 +22,8 @@ class HostBuffer : public Buffer {
     // 64-byte alignment for full-width AVX-512 loads; never allocate 0 bytes.
     size_t rounded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
     if (rounded >= kMmapThreshold) {
-      void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* p =
+          ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       XI_CHECK_MSG(p != MAP_FAILED, "host allocation (mmap) failed");
       data_ = p;
       mapped_ = rounded;

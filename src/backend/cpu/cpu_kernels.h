@@ -11,6 +11,11 @@
 #include <cstdint>
 
 #include "tensor/dtype.h"
+#include "tensor/quant.h"
+
+#ifndef XINFER_PREFETCH_BYTES
+#define XINFER_PREFETCH_BYTES 4096
+#endif
 
 namespace xinfer::cpu {
 
@@ -50,7 +55,53 @@ struct LinearTask {
   int64_t ldo = 0;
 };
 
+// Linear with a quantized weight (tensor/quant.h) over rows [t0, t1) of x and weight rows
+// [n0, n1). x is F32 [T, ldx]; for AWQ4 weights it must be permuted by PermuteEvenOdd (the
+// kernels produce a chunk's even elements, then its odd ones). bias is F32 or null. The 4-bit
+// kernels also need `xsum`: QuantBlockSums of x, [T, ldxsum] (see cpu_kernels_quant_avx512.cc).
+struct QuantLinearTask {
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  const float* xsum = nullptr;
+  int64_t ldxsum = 0;
+  const QuantTensor* w = nullptr;
+  const float* bias = nullptr;
+  float* out = nullptr;
+  int64_t ldo = 0;
+};
+// Q8_0: up to this many rows of x dequantize in registers (QuantLinearQ8Direct); more go through
+// a dequantized panel (DequantizeRowsQ8 + LinearF32Acc), which gives the same bits.
+constexpr int kQ8DirectMaxRows = 3;
+
+// Decode-sized GEMV streams weights from DRAM while doing several vector ops per byte; the core's
+// out-of-order window alone then keeps too few loads in flight (BF16 and 4-bit GEMV reached 55-80 %
+// of the read bandwidth). Tiles read their weight rows as one contiguous range (rows are
+// consecutive), so each k-step also prefetches the same share of the range this far ahead.
+constexpr int64_t kWeightPrefetchBytes = XINFER_PREFETCH_BYTES;
+inline void PrefetchRange(const void* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 3);
+}
+
 namespace avx512 {
+// Whether the quantized kernels below take `w`: Q8_0, Q4_0, or AWQ4 with group size 32, 64 or
+// 128; cols a multiple of 32.
+bool QuantKernelSupports(const QuantTensor& w);
+// Builds the F16 scale tables the kernels below read; call once before using them (idempotent,
+// thread-safe).
+void QuantKernelTablesInit();
+void QuantLinearQ8Direct(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
+                         int64_t n1);
+// Writes Q8_0 weight rows [n0, n1) dequantized to F32 into panel [(n1 - n0), w.cols], ready for
+// LinearF32Acc with F32 weights.
+void DequantizeRowsQ8(const QuantTensor& w, int64_t n0, int64_t n1, float* panel);
+// Q4_0 and AWQ4, any number of rows of x.
+void QuantLinearNibble(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+// The block the 4-bit kernels' xsum is taken over: 32 (Q4_0) or the AWQ group size.
+int64_t QuantBlockElemsForSums(const QuantTensor& w);
+// out[r, b*16 + l] = scale * sum over the 32-element chunks c of block b of
+// (x[r, 32c + l] + x[r, 32c + 16 + l]), in chunk order. Q4_0 passes scale -1.5, AWQ4 1.
+void QuantBlockSums(const float* x, int64_t rows, int64_t ldx, int64_t k, int64_t block,
+                    float scale, float* out, int64_t ldout);
 void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 void LinearBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights widened to F32 without shuffles: a 64-byte load of 32 BF16 gives the even

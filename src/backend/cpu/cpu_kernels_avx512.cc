@@ -68,7 +68,9 @@ void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, 
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   int64_t kk = 0;
+  constexpr int64_t kEsize = WT == kWF32 ? 4 : 2;
   for (; kk + 16 <= k; kk += 16) {
+    PrefetchRange(w + kWeightPrefetchBytes + kk * kEsize * NR, 16 * kEsize * NR);
     __m512 xv[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * ldx + kk);
@@ -231,6 +233,7 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t kk = 0; kk < k; kk += 32) {
+    PrefetchRange(w + kWeightPrefetchBytes / 2 + kk * NR, 64 * NR);
     const bool full = kk + 32 <= k;
     const __mmask32 m = full ? ~__mmask32{0} : static_cast<__mmask32>((1ull << (k - kk)) - 1);
     __m512 xv[MR];

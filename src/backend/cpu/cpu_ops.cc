@@ -146,8 +146,8 @@ void CpuOps::CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) {
   const int64_t row = dst.dim(0) == 0 ? 0 : dst.numel() / dst.dim(0);
   XI_CHECK(src.numel() == src.dim(0) * row);
   XI_CHECK(dst_row >= 0 && dst_row + src.dim(0) <= dst.dim(0));
-  std::memcpy(static_cast<uint8_t*>(dst.raw()) + dst_row * row * DTypeSize(dst.dtype()),
-              src.raw(), src.size_bytes());
+  std::memcpy(static_cast<uint8_t*>(dst.raw()) + dst_row * row * DTypeSize(dst.dtype()), src.raw(),
+              src.size_bytes());
 }
 
 void CpuOps::WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
@@ -200,8 +200,8 @@ void CpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor
         const float* qv = qs + (t * hq + h) * d;
         float max_score = -INFINITY;
         for (int64_t p = 0; p < n_keys; ++p) {
-          const int64_t slot = static_cast<int64_t>(table[p / b.block_size]) * b.block_size +
-                               p % b.block_size;
+          const int64_t slot =
+              static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
           XI_CHECK(slot >= 0 && slot < num_slots);
           slot_of[p] = slot;
           scores[p] = Dot(qv, ks + (slot * hkv + kvh) * d, d) * scale;

@@ -25,7 +25,9 @@ std::pair<int64_t, int64_t> Split(int64_t units, int tid, int nt) {
 }  // namespace
 
 FastCpuOps::FastCpuOps()
-    : features_(cpu::DetectCpuFeatures()), bf16_path_(cpu::SelectedBf16Path()) {}
+    : features_(cpu::DetectCpuFeatures()), bf16_path_(cpu::SelectedBf16Path()) {
+  if (features_.avx512) cpu::avx512::QuantKernelTablesInit();
+}
 
 const float* FastCpuOps::ToF32(const Tensor& t, std::vector<float>& dst) {
   const int64_t n = t.numel();
@@ -110,6 +112,90 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
         cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
       } else {
         cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+      }
+    }
+  }
+}
+
+void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
+                             Tensor& out) {
+  if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w))
+    return CpuOps::QuantLinear(x, w, bias, out);
+  XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
+  const int64_t k = w.cols, n = w.rows;
+  XI_CHECK(k > 0 && x.numel() % k == 0);
+  const int64_t t_rows = x.numel() / k;
+  XI_CHECK(out.numel() == t_rows * n);
+  if (t_rows == 0 || n == 0) return;
+
+  cpu::QuantLinearTask task;
+  task.x = x.data<float>();
+  task.ldx = k;
+  task.w = &w;
+  task.out = out.data<float>();
+  task.ldo = n;
+  if (bias != nullptr) {
+    XI_CHECK(bias->numel() == n);
+    task.bias = ToF32(*bias, bias_);
+  }
+  const bool permute = w.type == QuantType::kAwq4;
+  if (permute) {
+    const size_t need = static_cast<size_t>(t_rows * k);
+    if (xp_.size() < need) xp_.resize(need);
+    task.x = xp_.data();
+  }
+  const bool q8 = w.type == QuantType::kQ8_0;
+  int64_t sum_block = 0;
+  if (!q8) {
+    sum_block = cpu::avx512::QuantBlockElemsForSums(w);
+    task.ldxsum = k / sum_block * 16;
+    const size_t need = static_cast<size_t>(t_rows * task.ldxsum);
+    if (xsum_.size() < need) xsum_.resize(need);
+    task.xsum = xsum_.data();
+  }
+  const bool q8_direct = t_rows <= cpu::kQ8DirectMaxRows;
+  // Q8_0 panel path: each thread dequantizes blocks of its weight rows into an L2-sized F32 panel
+  // and multiplies all T rows of x with it, so dequantization is paid once per call.
+  const int64_t panel_rows = std::max<int64_t>(16, (256 << 10) / (k * 4) / 16 * 16);
+  const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
+  if (q8 && !q8_direct && static_cast<int>(panels_.size()) < nth) panels_.resize(nth);
+#pragma omp parallel num_threads(nth)
+  {
+    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (permute || !q8) {
+      const auto [r0, r1] = Split(t_rows, tid, nt);
+      if (permute)
+        cpu::avx512::PermuteEvenOdd(x.data<float>() + r0 * k, r1 - r0, k, xp_.data() + r0 * k, k);
+      if (!q8)
+        cpu::avx512::QuantBlockSums(task.x + r0 * k, r1 - r0, k, k, sum_block,
+                                    w.type == QuantType::kQ4_0 ? -1.5f : 1.f,
+                                    xsum_.data() + r0 * task.ldxsum, task.ldxsum);
+#pragma omp barrier
+    }
+    auto [u0, u1] = Split((n + 15) / 16, tid, nt);
+    const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
+    if (n0 >= n1) {
+      // nothing to do for this thread
+    } else if (!q8) {
+      cpu::avx512::QuantLinearNibble(task, 0, t_rows, n0, n1);
+    } else if (q8_direct) {
+      cpu::avx512::QuantLinearQ8Direct(task, 0, t_rows, n0, n1);
+    } else {
+      std::vector<float>& panel = panels_[tid];
+      if (static_cast<int64_t>(panel.size()) < panel_rows * k) panel.resize(panel_rows * k);
+      for (int64_t bs = n0; bs < n1; bs += panel_rows) {
+        const int64_t be = std::min(n1, bs + panel_rows);
+        cpu::avx512::DequantizeRowsQ8(w, bs, be, panel.data());
+        cpu::LinearTask dense;
+        dense.x = task.x;
+        dense.ldx = k;
+        dense.w = panel.data();
+        dense.wdtype = DType::kF32;
+        dense.k = k;
+        dense.bias = task.bias != nullptr ? task.bias + bs : nullptr;
+        dense.out = task.out + bs;
+        dense.ldo = n;
+        cpu::avx512::LinearF32Acc(dense, 0, t_rows, 0, be - bs);
       }
     }
   }

@@ -21,6 +21,7 @@ class FastCpuOps : public CpuOps {
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  void QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out) override;
   void Rope(Tensor& x, std::span<const int32_t> positions, double theta) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void Add(const Tensor& a, const Tensor& b, Tensor& out) override;
@@ -36,6 +37,7 @@ class FastCpuOps : public CpuOps {
   cpu::Bf16Path bf16_path_;
   std::vector<uint16_t> xb_;
   std::vector<float> xp_;
+  std::vector<float> xsum_;  // per-block sums of x for the 4-bit kernels
   std::vector<float> bias_;
   std::vector<float> norm_w_;
   double rope_theta_ = 0;
@@ -43,6 +45,7 @@ class FastCpuOps : public CpuOps {
   int64_t rope_rows_ = 0;
   std::vector<float> rope_cos_, rope_sin_;  // [rope_rows_, dim / 2]
   std::vector<std::vector<float>> scores_;  // per thread
+  std::vector<std::vector<float>> panels_;  // per thread: dequantized weight rows
   std::vector<std::vector<int64_t>> offsets_;
   std::vector<int32_t> seq_of_;
 };

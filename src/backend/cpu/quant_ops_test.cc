@@ -8,47 +8,10 @@
 #include <random>
 
 #include "backend/backend.h"
-#include "tensor/quant_blocks.h"
+#include "backend/cpu/quant_test_util.h"
 
 namespace xinfer {
 namespace {
-
-QuantTensor MakeQuant(Backend& be, QuantType type, int64_t rows, int64_t cols, uint32_t seed,
-                      std::vector<float>* dequantized) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  std::vector<float> w(rows * cols);
-  for (auto& v : w) v = dist(rng);
-  QuantTensor q;
-  q.type = type;
-  q.rows = rows;
-  q.cols = cols;
-  if (type == QuantType::kAwq4) {
-    q.group_size = 32;
-    const int64_t groups = cols / 32;
-    q.data = be.NewTensor(DType::kU8, {rows, cols / 2});
-    q.scales = be.NewTensor(DType::kF32, {rows, groups});
-    q.zeros = be.NewTensor(DType::kF32, {rows, groups});
-    std::vector<uint8_t> nib(32);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t g = 0; g < groups; ++g) {
-        AwqGroup ag = QuantizeAwqGroupRef(&w[r * cols + g * 32], 32, nib.data());
-        q.scales.data<float>()[r * groups + g] = F16ToF32(ag.scale_f16);
-        q.zeros.data<float>()[r * groups + g] = ag.zero;
-        for (int i = 0; i < 16; ++i)
-          q.data.data<uint8_t>()[r * cols / 2 + g * 16 + i] =
-              static_cast<uint8_t>(nib[2 * i] | (nib[2 * i + 1] << 4));
-      }
-  } else {
-    const int64_t rb = cols / QuantBlockElems(type) * QuantBlockBytes(type);
-    q.data = be.NewTensor(DType::kU8, {rows, rb});
-    for (int64_t r = 0; r < rows; ++r)
-      QuantizeBlocksRef(type, &w[r * cols], cols, q.data.data<uint8_t>() + r * rb);
-  }
-  dequantized->resize(rows * cols);
-  for (int64_t r = 0; r < rows; ++r) DequantizeRow(q, r, dequantized->data() + r * cols);
-  return q;
-}
 
 class QuantOpsTest : public ::testing::TestWithParam<QuantType> {};
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue-7 speed figures: AWQ g128 and GGUF Q4_0 of the Qwen2.5-0.5B shape, xinfer against
+# llama.cpp on the very same GGUF files, in one run (the machines are noisy: compare within a run).
+#
+#   LLAMA_CPP=/path/to/llama.cpp/build/bin bench/quant_side_by_side.sh
+#
+# llama.cpp is built beside the project (never inside it), e.g. from a fetched source tree:
+#   cmake -B build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF
+#   cmake --build build -j2 --target llama-bench llama-batched-bench llama-quantize
+# Needs build/bin/xinfer and a folder with a Qwen tokenizer (TOK, default ../shared/models/tiny-qwen3).
+set -eu
+BIN=${BIN:-build/bin}
+LLAMA_CPP=${LLAMA_CPP:?set LLAMA_CPP to llama.cpp build/bin}
+TOK=${TOK:-../shared/models/tiny-qwen3}
+W=${WORK:-/tmp/xinfer-quant-bench}
+THREADS=${THREADS:-2}
+RUNS=${RUNS:-3}
+mkdir -p "$W"
+[ -d "$W/q05" ] || "$BIN/xinfer" make-model --preset qwen2.5-0.5b --out "$W/q05" --tokenizer "$TOK" | tail -1
+[ -d "$W/q05-awq" ] || "$BIN/xinfer" quantize --awq --group-size 128 "$W/q05" "$W/q05-awq"
+[ -f "$W/q05-bf16.gguf" ] || "$BIN/xinfer" quantize --gguf bf16 "$W/q05" "$W/q05-bf16.gguf"
+[ -f "$W/q05-q4_0-pure.gguf" ] || "$BIN/xinfer" quantize --gguf q4_0 "$W/q05" "$W/q05-q4_0-pure.gguf"
+# llama-quantize's default Q4_0 mix: Q4_0 layers; the tied token_embd would be Q6_K but 896 is not
+# a multiple of 256, so it falls back to Q8_0 (this is the file the anchors' Q4_0 row used).
+[ -f "$W/q05-q4_0.gguf" ] || "$LLAMA_CPP/llama-quantize" "$W/q05-bf16.gguf" "$W/q05-q4_0.gguf" q4_0 >/dev/null 2>&1
+
+xi() {  # name, bench offline args...
+  local name=$1; shift
+  echo "== xinfer $name"
+  "$BIN/xinfer" bench offline --threads "$THREADS" "$@" 2>/dev/null | grep -E "^model|^measured|^prefill|^decode"
+}
+ll() {  # model
+  echo "== llama.cpp tg128 $(basename "$1")"
+  "$LLAMA_CPP/llama-bench" -m "$1" -p 0 -n 128 -t "$THREADS" -r "$RUNS" 2>/dev/null | grep -E "tg128"
+}
+llb() {  # model, parallel sequences
+  echo "== llama.cpp batched $(basename "$1") npl=$2"
+  "$LLAMA_CPP/llama-batched-bench" -m "$1" -c 8192 -b 2048 -ub 512 -npp 128 -ntg 128 -npl "$2" \
+    -t "$THREADS" 2>/dev/null | grep -E "^\|\s+128"
+}
+
+for m in q4_0 q4_0-pure; do
+  ll "$W/q05-$m.gguf"
+  xi "$m decode 1" --model "$W/q05-$m.gguf" --input-len 16 --output-len 128 --batch 1 --runs "$RUNS"
+done
+xi "awq decode 1" --model "$W/q05-awq" --input-len 16 --output-len 128 --batch 1 --runs "$RUNS"
+xi "awq decode 16" --model "$W/q05-awq" --input-len 128 --output-len 128 --batch 16 --runs 1
+xi "q4_0 decode 16" --model "$W/q05-q4_0.gguf" --input-len 128 --output-len 128 --batch 16 --runs 1
+llb "$W/q05-q4_0.gguf" 16

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "base/utf8.h"
 #include "chat_template/pystr.h"
 
 namespace xinfer::jinja {
@@ -152,7 +153,7 @@ class Lexer {
       // rstrip(): walk back over whitespace code points.
       while (keep > 0) {
         size_t start = keep - 1;
-        while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+        while (start > 0 && IsUtf8Continuation(text[start])) --start;
         size_t q = start;
         if (!IsPyWhitespace(DecodeUtf8(text, &q)) || q != keep) break;
         keep = start;

@@ -10,58 +10,12 @@
 namespace xinfer::jinja {
 
 uint32_t DecodeUtf8(std::string_view s, size_t* pos) {
-  const auto b0 = static_cast<unsigned char>(s[*pos]);
-  int len = 0;
-  uint32_t cp = 0;
-  if (b0 < 0x80) {
-    ++*pos;
-    return b0;
-  } else if ((b0 & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b0 & 0x1F;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b0 & 0x0F;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4;
-    cp = b0 & 0x07;
-  } else {
-    ++*pos;
-    return b0;
+  const Utf8Char c = DecodeUtf8Char(s, *pos);
+  if (c.valid) {
+    *pos += c.size;
+    return static_cast<uint32_t>(c.cp);
   }
-  if (*pos + len > s.size()) {
-    ++*pos;
-    return b0;
-  }
-  for (int i = 1; i < len; ++i) {
-    const auto b = static_cast<unsigned char>(s[*pos + i]);
-    if ((b & 0xC0) != 0x80) {
-      ++*pos;
-      return b0;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  *pos += len;
-  return cp;
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;  // not encodable
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  return static_cast<unsigned char>(s[(*pos)++]);
 }
 
 std::vector<size_t> CodePointOffsets(std::string_view s) {

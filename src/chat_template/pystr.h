@@ -1,6 +1,7 @@
-// Python-compatible text helpers: UTF-8 code point handling, Python's notion of whitespace,
-// float repr and string repr. Jinja2 runs on Python str, which is code-point based, so every
-// operation a template can observe (len, slicing, strip, ...) goes through these.
+// Python-compatible text helpers: code point iteration with Python str semantics, Python's
+// notion of whitespace, float repr and string repr. Jinja2 runs on Python str, which is code-point
+// based, so every operation a template can observe (len, slicing, strip, ...) goes through these.
+// The UTF-8 primitives themselves (AppendUtf8, ...) are in base/utf8.h.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace xinfer::jinja {
 
-// Decodes one code point at s[*pos] and advances *pos. Invalid bytes decode as themselves
-// (one code point per byte) so hostile input never desynchronises or reads out of bounds.
+// Decodes one code point at s[*pos] and advances *pos. Bytes that are not well-formed UTF-8
+// decode as themselves (one code point per byte, like a latin-1 view of them) so hostile input
+// never desynchronises or reads out of bounds, and stray bytes keep their value.
 uint32_t DecodeUtf8(std::string_view s, size_t* pos);
-void AppendUtf8(uint32_t cp, std::string* out);
 // Byte offsets of every code point start plus s.size() at the end.
 std::vector<size_t> CodePointOffsets(std::string_view s);
 size_t CodePointCount(std::string_view s);

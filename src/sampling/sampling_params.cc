@@ -3,7 +3,7 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "sampling/utf8_util.h"
+#include "base/utf8.h"
 
 namespace xinfer {
 
@@ -52,7 +52,7 @@ Status SamplingParams::Validate(int32_t vocab_size) const {
   }
   for (size_t i = 0; i < stop.size(); ++i) {
     if (stop[i].empty()) return InvalidArgument("stop string {} is empty", i);
-    if (!utf8::IsValid(stop[i])) return InvalidArgument("stop string {} is not valid UTF-8", i);
+    if (!IsValidUtf8(stop[i])) return InvalidArgument("stop string {} is not valid UTF-8", i);
   }
   for (int32_t id : stop_token_ids) {
     if (id < 0 || id >= vocab_size) {

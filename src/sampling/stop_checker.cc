@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "base/check.h"
-#include "sampling/utf8_util.h"
+#include "base/utf8.h"
 
 namespace xinfer {
 namespace {
@@ -12,8 +12,6 @@ namespace {
 bool Contains(const std::vector<int32_t>& ids, int32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
-
-constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 
 }  // namespace
 
@@ -70,7 +68,7 @@ StopChecker::Update StopChecker::Append(int32_t token, std::string_view text_del
   // With include_stop_str_in_output a stop string is emitted anyway, so only the text after it
   // (which arrives later) would need cutting: nothing has to be held for stop strings.
   size_t hold = include_stop_str_ ? 0 : StopPrefixHoldback();
-  hold = std::max(hold, utf8::IncompleteSuffixLength(std::string_view(buf_).substr(emitted_)));
+  hold = std::max(hold, IncompleteUtf8SuffixLength(std::string_view(buf_).substr(emitted_)));
   const size_t emit_end = buf_.size() - hold;
   Update update;
   update.text = buf_.substr(emitted_, emit_end - emitted_);
@@ -93,7 +91,7 @@ StopChecker::Update StopChecker::Finish(FinishReason reason, size_t end) {
   update.text = buf_.substr(emitted_, end - emitted_);
   // The stream ended inside a character (e.g. a byte-fallback token cut short by max_tokens):
   // emit U+FFFD like a replacing decoder rather than invalid UTF-8 that would break JSON output.
-  if (const size_t partial = utf8::IncompleteSuffixLength(update.text); partial > 0) {
+  if (const size_t partial = IncompleteUtf8SuffixLength(update.text); partial > 0) {
     update.text.replace(update.text.size() - partial, partial, kReplacementChar);
   }
   buf_.clear();

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sampling/utf8_util.h"
+#include "base/utf8.h"
 
 namespace xinfer {
 namespace {
@@ -251,7 +251,7 @@ TEST(StopCheckerTest, ResultIndependentOfTokenization) {
       ASSERT_EQ(r.text, want) << "stops[0]=" << stops[0] << " trial " << trial;
       EXPECT_EQ(r.last.finish,
                 best_begin == std::string::npos ? FinishReason::kLength : FinishReason::kStop);
-      for (const auto& chunk : r.chunks) EXPECT_TRUE(utf8::IsValid(chunk)) << chunk;
+      for (const auto& chunk : r.chunks) EXPECT_TRUE(IsValidUtf8(chunk)) << chunk;
     }
   }
 }
@@ -268,27 +268,6 @@ TEST(StopCheckerDeathTest, AppendAfterFinishIsABug) {
   StopChecker c(p, {kEos});
   (void)c.Append(kWord, "a");
   EXPECT_DEATH((void)c.Append(kWord, "b"), "after the sequence finished");
-}
-
-TEST(Utf8Test, Validity) {
-  EXPECT_TRUE(utf8::IsValid(""));
-  EXPECT_TRUE(utf8::IsValid("plain"));
-  EXPECT_TRUE(utf8::IsValid("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"));
-  EXPECT_FALSE(utf8::IsValid("\xC3"));              // truncated
-  EXPECT_FALSE(utf8::IsValid("\x82"));              // lone continuation
-  EXPECT_FALSE(utf8::IsValid("\xC0\xAF"));          // overlong
-  EXPECT_FALSE(utf8::IsValid("\xED\xA0\x80"));      // surrogate
-  EXPECT_FALSE(utf8::IsValid("\xF4\x90\x80\x80"));  // > U+10FFFF
-}
-
-TEST(Utf8Test, IncompleteSuffixLength) {
-  EXPECT_EQ(utf8::IncompleteSuffixLength(""), 0u);
-  EXPECT_EQ(utf8::IncompleteSuffixLength("ab"), 0u);
-  EXPECT_EQ(utf8::IncompleteSuffixLength("a\xE2"), 1u);
-  EXPECT_EQ(utf8::IncompleteSuffixLength("a\xE2\x82"), 2u);
-  EXPECT_EQ(utf8::IncompleteSuffixLength("a\xE2\x82\xAC"), 0u);
-  EXPECT_EQ(utf8::IncompleteSuffixLength("\xF0\x9F\x98"), 3u);
-  EXPECT_EQ(utf8::IncompleteSuffixLength("a\x82"), 0u);  // garbage is not held forever
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
+#include "tokenizer/char_class.h"
 
 namespace xinfer::tok {
 namespace {
@@ -10,7 +11,7 @@ namespace {
 // Code point ending just before byte offset `end` (which must be > 0).
 char32_t LastCodepoint(std::string_view s, size_t end, size_t* begin) {
   size_t b = end - 1;
-  while (b > 0 && (static_cast<uint8_t>(s[b]) & 0xC0) == 0x80) --b;
+  while (b > 0 && IsUtf8Continuation(s[b])) --b;
   *begin = b;
   size_t p = b;
   return NextCodepoint(s, &p);

@@ -4,7 +4,7 @@
 
 #include <queue>
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace xinfer::tok {
 

@@ -1,11 +1,11 @@
 // Unit tests of the pipeline pieces, independent of ../shared.
 #include <gtest/gtest.h>
 
+#include "base/utf8.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pretokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace xinfer::tok {
 namespace {
@@ -97,36 +97,6 @@ TEST(BpeModel, RejectsMergeOutsideVocabulary) {
   m = BpeModel::Create(opt);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("'z'"), std::string::npos);
-}
-
-std::string Sanitize(std::string_view bytes, size_t chunk) {
-  Utf8Sanitizer s;
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += chunk) s.Feed(bytes.substr(i, chunk), &out);
-  s.Finish(&out);
-  return out;
-}
-
-TEST(Utf8, SanitizerUsesMaximalSubparts) {
-  const std::pair<std::string, std::string> cases[] = {
-      {"abc", "abc"},
-      {"\xE4\xB8\xAD", "中"},
-      {"\xE4\xB8"
-       "A",
-       kFffd + "A"},
-      {"\xF0\x80", kFffd + kFffd},              // F0 needs 90..BF next
-      {"\xED\xA0\x80", kFffd + kFffd + kFffd},  // surrogates are ill-formed
-      {"\xC0\xAF", kFffd + kFffd},              // overlong lead
-      {"\xF0\x9F\x98\x80\xFF", "\xF0\x9F\x98\x80" + kFffd},
-      {"\xE4", kFffd},  // incomplete at the end
-  };
-  for (const auto& [in, want] : cases) {
-    for (size_t chunk : {1u, 2u, 100u}) EXPECT_EQ(Sanitize(in, chunk), want) << chunk;
-  }
-  EXPECT_TRUE(IsValidUtf8("中\xF0\x9F\x98\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xE4\xB8"));
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));
 }
 
 // Decodes tokens all at once and one by one; both must agree.

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace xinfer::tok {
 

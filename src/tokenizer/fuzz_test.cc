@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <random>
 
+#include "base/utf8.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/test_util.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace xinfer {
 namespace {
@@ -20,7 +20,7 @@ class RandomText {
   explicit RandomText(uint32_t seed) : rng_(seed) {}
   uint32_t Below(uint32_t n) { return static_cast<uint32_t>(rng_() % n); }
 
-  void AppendCp(char32_t cp, std::string* s) { tok::AppendUtf8(cp, s); }
+  void AppendCp(char32_t cp, std::string* s) { AppendUtf8(cp, s); }
   char32_t Range(char32_t lo, char32_t hi) {
     return lo + Below(static_cast<uint32_t>(hi - lo + 1));
   }
@@ -115,11 +115,11 @@ void CheckIncremental(const Tokenizer& tok, const std::vector<int32_t>& ids, boo
   std::string joined;
   for (int32_t id : ids) {
     std::string piece = dec.Append(id);
-    ASSERT_TRUE(tok::IsValidUtf8(piece)) << "id " << id;
+    ASSERT_TRUE(IsValidUtf8(piece)) << "id " << id;
     joined += piece;
   }
   std::string rest = dec.Flush();
-  ASSERT_TRUE(tok::IsValidUtf8(rest));
+  ASSERT_TRUE(IsValidUtf8(rest));
   joined += rest;
   ASSERT_EQ(joined, tok.Decode(ids, skip));
 }
@@ -203,7 +203,7 @@ TEST(TokenizerFuzz, IncrementalMatchesDecodeOnRandomIds) {
                                : static_cast<int32_t>(gen.Below(span)) - 10;
       }
       const std::string full = tok.Decode(ids);
-      ASSERT_TRUE(tok::IsValidUtf8(full));
+      ASSERT_TRUE(IsValidUtf8(full));
       CheckIncremental(tok, ids, false);
       CheckIncremental(tok, ids, true);
     }

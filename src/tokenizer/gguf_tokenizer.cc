@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/utf8.h"
 
 namespace xinfer {
 namespace {
@@ -128,8 +128,8 @@ std::vector<std::pair<std::string, std::string>> SpmMerges(const GgufVocab& v,
   for (int32_t id : order) {
     const std::string& piece = v.tokens[id];
     size_t pos = 0;
-    tok::NextCodepoint(piece, &pos);
-    for (; pos < piece.size(); tok::NextCodepoint(piece, &pos)) {
+    NextCodepoint(piece, &pos);
+    for (; pos < piece.size(); NextCodepoint(piece, &pos)) {
       std::string_view left = std::string_view(piece).substr(0, pos);
       std::string_view right = std::string_view(piece).substr(pos);
       auto l = ids.find(left);

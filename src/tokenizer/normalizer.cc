@@ -4,7 +4,8 @@
 
 #include <cstdlib>
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
+#include "tokenizer/char_class.h"
 
 namespace xinfer::tok {
 
@@ -116,7 +117,7 @@ StatusOr<std::string> StripNormalizer::Normalize(std::string_view text) const {
   if (right_) {
     while (end > begin) {
       size_t start = end - 1;
-      while (start > begin && (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80) --start;
+      while (start > begin && IsUtf8Continuation(text[start])) --start;
       size_t probe = start;
       if (!IsWhitespace(NextCodepoint(text, &probe))) break;
       end = start;

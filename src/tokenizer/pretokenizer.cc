@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/char_class.h"
 #include "tokenizer/normalizer.h"
-#include "tokenizer/utf8.h"
 
 namespace xinfer::tok {
 namespace {

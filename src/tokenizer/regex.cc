@@ -3,6 +3,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "base/utf8.h"
+
 namespace xinfer::tok {
 namespace {
 
@@ -82,7 +84,7 @@ Status Regex::FindAll(std::string_view text,
       // Empty match: step over one whole character so that we stay on UTF-8 boundaries.
       if (b >= text.size()) break;
       size_t next = b + 1;
-      while (next < text.size() && (static_cast<uint8_t>(text[next]) & 0xC0) == 0x80) ++next;
+      while (next < text.size() && IsUtf8Continuation(text[next])) ++next;
       start = next;
     }
   }

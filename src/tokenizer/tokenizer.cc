@@ -4,8 +4,8 @@
 
 #include "base/check.h"
 #include "base/mapped_file.h"
+#include "base/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/utf8.h"
 
 namespace xinfer {
 
@@ -76,7 +76,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromDir(const std::string& model
 
 StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
                                                  bool add_special_tokens) const {
-  if (!tok::IsValidUtf8(text)) return InvalidArgument("Encode: text is not valid UTF-8");
+  if (!IsValidUtf8(text)) return InvalidArgument("Encode: text is not valid UTF-8");
   const Impl& m = *impl_;
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 8);

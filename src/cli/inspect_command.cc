@@ -121,11 +121,19 @@ int RunInspect(const InspectOptions& o) {
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const auto& name : (*store)->Names()) {
     const TensorInfo* t = (*store)->Find(name);
-    int64_t n = NumElements(t->shape);
-    params += n;
-    bytes += t->size;
-    params_by_dtype[DTypeName(t->dtype)] += n;
+    const int64_t n = NumElements(t->shape);
     const std::string quant = AwqAnnotation(**store, name, *config);
+    // AWQ: a qweight int32 packs 32 / bits parameters; its qzeros and scales are storage of the
+    // same parameters, not parameters of their own.
+    int64_t logical = n;
+    std::string kind = DTypeName(t->dtype);
+    if (!quant.empty() && config->quantization.bits > 0) {
+      logical = name.ends_with(".qweight") ? n * (32 / config->quantization.bits) : 0;
+      kind = fmt::format("AWQ{}", config->quantization.bits);
+    }
+    params += logical;
+    bytes += t->size;
+    if (logical > 0) params_by_dtype[kind] += logical;
     const double bpp = n ? static_cast<double>(t->size) / n : 0.0;
     tensors.push_back({{"name", name},
                        {"dtype", DTypeName(t->dtype)},

@@ -1,10 +1,11 @@
 // End-to-end tests of the `xinfer` binary: exit codes, stdout and stderr as a user sees them.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,9 +23,16 @@ struct RunResult {
   std::string err;
 };
 
-RunResult RunXinfer(const std::string& args) {
-  std::string err_path = ::testing::TempDir() + "xinfer_cli_stderr.txt";
-  std::string cmd = std::string(XINFER_BIN) + " " + args + " 2>" + err_path;
+// A scratch path private to this process: ctest runs the tests of this file as concurrent
+// processes, which must not share file names.
+std::string ScratchPath(const std::string& name) {
+  return ::testing::TempDir() + "xinfer-cli-" + std::to_string(getpid()) + "-" + name;
+}
+
+// Runs `xinfer <args>` through the shell; `env` ("NAME=value ...") prefixes the command.
+RunResult RunXinfer(const std::string& args, const std::string& env = "") {
+  std::string err_path = ScratchPath("stderr.txt");
+  std::string cmd = env + " " + std::string(XINFER_BIN) + " " + args + " 2>" + err_path;
   RunResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -37,6 +45,7 @@ RunResult RunXinfer(const std::string& args) {
   std::stringstream ss;
   ss << e.rdbuf();
   r.err = ss.str();
+  std::remove(err_path.c_str());
   return r;
 }
 
@@ -129,15 +138,17 @@ TEST(CliTest, TokenizeAndInspect) {
 TEST(CliTest, OfflineBatchJsonl) {
   XI_REQUIRE_SHARED("models/tinystories-656k");
   json golden = GoldenPrompt("tinystories-656k", "bos_only");
-  const std::string dir = ::testing::TempDir();
-  const std::string in = dir + "xinfer_batch_in.jsonl", out = dir + "xinfer_batch_out.jsonl";
+  const std::string in = ScratchPath("batch_in.jsonl"), out = ScratchPath("batch_out.jsonl");
   {
     std::ofstream f(in);
-    f << R"({"prompt_ids": [1], "max_tokens": 64, "temperature": 0})" << "\n";
+    f << R"({"prompt_ids": [1], "max_tokens": 64, "temperature": 0})"
+      << "\n";
     f << R"({"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0, "stop": ["."]})"
       << "\n\n";  // blank lines are skipped
-    f << R"({"prompt_ids": [1], "max_tokens": 5, "temperature": 1.0, "seed": 3, "n": 2})" << "\n";
-    f << R"({"prompt_ids": [1], "max_tokens": 3, "temperature": 0})" << "\n";
+    f << R"({"prompt_ids": [1], "max_tokens": 5, "temperature": 1.0, "seed": 3, "n": 2})"
+      << "\n";
+    f << R"({"prompt_ids": [1], "max_tokens": 3, "temperature": 0})"
+      << "\n";
   }
   std::remove(out.c_str());
   RunResult r = RunXinfer("generate --model " + Model("tinystories-656k") + " --input " + in +
@@ -157,14 +168,16 @@ TEST(CliTest, OfflineBatchJsonl) {
   ASSERT_EQ(lines[2]["choices"].size(), 2u);
   EXPECT_EQ(lines[2]["usage"]["completion_tokens"], 10);
   EXPECT_NE(lines[2]["choices"][0]["token_ids"], lines[2]["choices"][1]["token_ids"]);
-  EXPECT_EQ(lines[3]["token_ids"], json(std::vector<int>(golden["greedy"].begin(),
-                                                          golden["greedy"].begin() + 3)));
+  EXPECT_EQ(lines[3]["token_ids"],
+            json(std::vector<int>(golden["greedy"].begin(), golden["greedy"].begin() + 3)));
 
   // A bad line: clear error naming the line, exit 1, no output written.
   {
     std::ofstream bad(in);
-    bad << R"({"prompt_ids": [1], "max_tokens": 4})" << "\n";
-    bad << R"({"prompt_ids": [1], "top_p": 7})" << "\n";
+    bad << R"({"prompt_ids": [1], "max_tokens": 4})"
+        << "\n";
+    bad << R"({"prompt_ids": [1], "top_p": 7})"
+        << "\n";
   }
   std::remove(out.c_str());
   RunResult b = RunXinfer("generate --model " + Model("tinystories-656k") + " --input " + in +
@@ -180,6 +193,8 @@ TEST(CliTest, OfflineBatchJsonl) {
                            " --output " + out);
   EXPECT_EQ(nj.exit_code, 1);
   EXPECT_NE(nj.err.find("line 1: not valid JSON"), std::string::npos) << nj.err;
+  std::remove(in.c_str());
+  std::remove(out.c_str());
 }
 
 // Quantize to AWQ, then inspect and generate from the result; GGUF files run through the same
@@ -187,7 +202,7 @@ TEST(CliTest, OfflineBatchJsonl) {
 TEST(CliTest, QuantizeAwqAndGguf) {
   XI_REQUIRE_SHARED("models/tinystories-656k-qwen2");
   XI_REQUIRE_SHARED("models/tiny-qwen3-q4_0.gguf");
-  const std::string dst = ::testing::TempDir() + "xinfer_cli_awq";
+  const std::string dst = ScratchPath("awq");
   std::filesystem::remove_all(dst);
   RunResult q = RunXinfer("quantize --awq " + Model("tinystories-656k-qwen2") + " " + dst);
   ASSERT_EQ(q.exit_code, 0) << q.err;
@@ -197,6 +212,16 @@ TEST(CliTest, QuantizeAwqAndGguf) {
   RunResult i = RunXinfer("inspect " + dst);
   ASSERT_EQ(i.exit_code, 0) << i.err;
   EXPECT_NE(i.out.find("quantization: awq 4-bit group 128"), std::string::npos) << i.out;
+  // Parameters are counted as the model's, not as packed int32 words plus scales and zeros.
+  RunResult src = RunXinfer("inspect " + Model("tinystories-656k-qwen2"));
+  ASSERT_EQ(src.exit_code, 0) << src.err;
+  auto params_line = [](const std::string& out) {
+    const size_t p = out.find("parameters: ");
+    return p == std::string::npos ? std::string() : out.substr(p, out.find(" (", p) - p);
+  };
+  EXPECT_FALSE(params_line(src.out).empty()) << src.out;
+  EXPECT_EQ(params_line(i.out), params_line(src.out)) << i.out;
+  EXPECT_NE(i.out.find("  AWQ4: "), std::string::npos) << i.out;
   RunResult g = RunXinfer("generate --model " + dst +
                           " --prompt-ids 1 --max-tokens 16 --temperature 0 --json");
   ASSERT_EQ(g.exit_code, 0) << g.err;
@@ -216,7 +241,7 @@ TEST(CliTest, QuantizeAwqAndGguf) {
 // and existing outputs exit 1 with a message.
 TEST(CliTest, QuantizeGgufExport) {
   XI_REQUIRE_SHARED("models/tinystories-656k");
-  const std::string dst = ::testing::TempDir() + "xinfer_cli_export.gguf";
+  const std::string dst = ScratchPath("export.gguf");
   std::filesystem::remove(dst);
   RunResult q = RunXinfer("quantize --gguf q8_0 " + Model("tinystories-656k") + " " + dst);
   ASSERT_EQ(q.exit_code, 0) << q.err;
@@ -248,14 +273,14 @@ TEST(CliTest, QuantizeGgufExport) {
 TEST(CliTest, ChatTemplateCommandMatchesJinja2) {
   XI_REQUIRE_SHARED("golden/chat_template/qwen3.jsonl");
   std::ifstream golden(testing::SharedDir() + "/golden/chat_template/qwen3.jsonl");
-  const std::string case_path = ::testing::TempDir() + "xinfer_chat_case.json";
+  const std::string case_path = ScratchPath("chat_case.json");
   int cases = 0;
   for (std::string line; std::getline(golden, line);) {
     // ordered: tool schemas must reach the template in their original key order.
     nlohmann::ordered_json g = nlohmann::ordered_json::parse(line);
     std::ofstream(case_path) << g["input"].dump();
-    RunResult r = RunXinfer("chat-template --model " + Model("tiny-qwen3") + " --input " +
-                            case_path);
+    RunResult r =
+        RunXinfer("chat-template --model " + Model("tiny-qwen3") + " --input " + case_path);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, g["rendered"].get<std::string>()) << g["name"];
     ++cases;
@@ -269,10 +294,36 @@ TEST(CliTest, ChatTemplateCommandMatchesJinja2) {
   ASSERT_EQ(ids.exit_code, 0) << ids.err;
   EXPECT_EQ(json::parse(chat.out)["prompt_ids"], json::parse(ids.out));
   std::ofstream(case_path) << "{\"messages\": 5}";
-  RunResult bad = RunXinfer("chat-template --model " + Model("tiny-qwen3") + " --input " +
-                            case_path);
+  RunResult bad =
+      RunXinfer("chat-template --model " + Model("tiny-qwen3") + " --input " + case_path);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("error: "), std::string::npos);
+  std::remove(case_path.c_str());
+}
+
+// xinfer writes no temporary files of its own: commands run with a private, empty TMPDIR leave
+// it empty. (The xinfer-bench-* / xinfer-script-* directories that once piled up in /tmp came
+// from the server tests, which now run with a private TMPDIR that run-tests.sh checks likewise.)
+TEST(CliTest, LeavesNothingInTmpdir) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  namespace fs = std::filesystem;
+  const fs::path tmp =
+      fs::path(::testing::TempDir()) / ("xinfer-cli-tmpdir-" + std::to_string(getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::string env = "TMPDIR=" + tmp.string();
+  const std::string m = " --model " + Model("tinystories-656k");
+  RunResult gen = RunXinfer("generate" + m + " --prompt-ids 1 --max-tokens 4", env);
+  EXPECT_EQ(gen.exit_code, 0) << gen.err;
+  RunResult bench = RunXinfer(
+      "bench offline" + m + " --input-len 8 --output-len 4 --batch 2 --runs 1 --threads 1", env);
+  EXPECT_EQ(bench.exit_code, 0) << bench.err;
+  RunResult bad = RunXinfer("generate --model /nonexistent/model --prompt hi", env);
+  EXPECT_EQ(bad.exit_code, 1);
+  std::string left;
+  for (const auto& e : fs::directory_iterator(tmp)) left += " " + e.path().filename().string();
+  EXPECT_EQ(left, "") << "left behind in TMPDIR";
+  fs::remove_all(tmp);
 }
 
 TEST(CliTest, ErrorsExitNonZeroWithMessage) {

@@ -16,6 +16,7 @@
 
 #include "engine/gguf_tokenizer_loader.h"
 #include "formats/gguf.h"
+#include "golden_util.h"
 #include "model/causal_lm.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -168,21 +169,6 @@ TEST(GgufExportTest, QuantizedMatchLlamaQuantize) {
   fs::remove(q4_path);
 }
 
-std::vector<float> ReadF32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), v.size() * 4);
-  return v;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max<double>(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
 struct RoundTrip {
   std::string model;   // under models/
   std::string golden;  // under golden/logits/
@@ -220,26 +206,23 @@ TEST_P(GgufExportRoundTripTest, LogitsAndTokenizerMatchTheFolder) {
   // tokenizer_config.json has none; with add_bos_token false it never reaches a prompt.)
   EXPECT_EQ((*gguf_tok)->eos_id(), (*folder_tok)->eos_id());
 
-  std::ifstream gf(Shared("golden/logits/" + c.golden + "/golden.json"));
-  const json golden = json::parse(gf);
   std::vector<std::string> texts = {
       "Once upon a time, there was a little girl named Lily. She loved to play outside!",
       "  two  spaces, a tab\tand\nnew lines\n\n", "numbers 12345 and 3.14, symbols #@!?",
       "Zürich naïve café 東京 🚀"};
-  for (const auto& prompt : golden["prompts"]) {
-    SCOPED_TRACE(prompt["name"].get<std::string>());
-    const std::vector<int32_t> ids = prompt["ids"].get<std::vector<int32_t>>();
-    const std::vector<float> ref = ReadF32(Shared(
-        "golden/logits/" + c.golden + "/" + prompt["name"].get<std::string>() + ".logits.f32"));
+  for (const testing::GoldenPrompt& prompt :
+       testing::ReadLogitsGolden(Shared("golden/logits/" + c.golden))) {
+    SCOPED_TRACE(prompt.name);
+    const std::vector<int32_t>& ids = prompt.ids;
     std::vector<float> a(vocab), b(vocab);
     SingleSequence sa(**gguf, *backend, static_cast<int64_t>(ids.size()));
     SingleSequence sb(**folder, *backend, static_cast<int64_t>(ids.size()));
     ASSERT_TRUE(sa.Append(ids, a).ok());
     ASSERT_TRUE(sb.Append(ids, b).ok());
-    EXPECT_LT(MaxAbsDiff(a, ref), 2e-2);  // the golden tests' tolerance
+    EXPECT_LT(testing::MaxAbsDiff(a, prompt.logits), testing::kGoldenLogitTolerance);
     // Same weights in the same dtype: only the loader differs, and it must not change a thing.
-    EXPECT_LT(MaxAbsDiff(a, b), 1e-5);
-    if (prompt.contains("text")) texts.push_back(prompt["text"].get<std::string>());
+    EXPECT_LT(testing::MaxAbsDiff(a, b), 1e-5);
+    if (prompt.text) texts.push_back(*prompt.text);
   }
   for (const std::string& text : texts) {
     auto x = (*gguf_tok)->Encode(text), y = (*folder_tok)->Encode(text);
@@ -250,18 +233,13 @@ TEST_P(GgufExportRoundTripTest, LogitsAndTokenizerMatchTheFolder) {
   fs::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedModels, GgufExportRoundTripTest,
-                         ::testing::Values(RoundTrip{"tiny-qwen3", "tiny-qwen3", "bf16"},
-                                           RoundTrip{"tiny-qwen2", "tiny-qwen2", "bf16"},
-                                           RoundTrip{"tinystories-656k", "tinystories-656k", "f32"},
-                                           RoundTrip{"tinystories-656k-qwen2", "tinystories-656k",
-                                                     "f32"}),
-                         [](const auto& info) {
-                           std::string n = info.param.model + "_" + info.param.type;
-                           for (char& ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    SharedModels, GgufExportRoundTripTest,
+    ::testing::Values(RoundTrip{"tiny-qwen3", "tiny-qwen3", "bf16"},
+                      RoundTrip{"tiny-qwen2", "tiny-qwen2", "bf16"},
+                      RoundTrip{"tinystories-656k", "tinystories-656k", "f32"},
+                      RoundTrip{"tinystories-656k-qwen2", "tinystories-656k", "f32"}),
+    [](const auto& info) { return testing::ParamName(info.param.model + "_" + info.param.type); });
 
 // Test 4: bad input is a Status naming the problem, and no file (nor .tmp) is left behind.
 TEST(GgufExportTest, BadInputFailsCleanly) {

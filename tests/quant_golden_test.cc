@@ -16,6 +16,7 @@
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "formats/safetensors.h"
+#include "golden_util.h"
 #include "model/causal_lm.h"
 #include "model/gguf_config.h"
 #include "model/gguf_model.h"
@@ -26,61 +27,12 @@ namespace xinfer {
 namespace {
 
 using nlohmann::json;
+using testing::ExpectMatchesGolden;
+using testing::LastLogits;
+using testing::LogSoftmax;
+using testing::ReadJson;
 
-constexpr double kLogitTolerance = 2e-2;
-constexpr double kGapThreshold = 0.05;
 constexpr double kLogprobTolerance = 0.05;
-
-std::vector<float> ReadF32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), v.size() * 4);
-  return v;
-}
-
-int32_t Argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-json ReadJson(const std::string& path) {
-  std::ifstream f(path);
-  return json::parse(f);
-}
-
-// The golden_logits_test.cc check: last-position logits within 2e-2, greedy tokens equal while
-// the reference's top-2 gap is clearly above that error.
-void ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string& golden_dir) {
-  const int vocab = model.config().vocab_size;
-  json golden = ReadJson(golden_dir + "/golden.json");
-  ASSERT_FALSE(golden["prompts"].empty());
-  for (const auto& prompt : golden["prompts"]) {
-    SCOPED_TRACE(prompt["name"].get<std::string>());
-    auto ids = prompt["ids"].get<std::vector<int32_t>>();
-    auto greedy = prompt["greedy"].get<std::vector<int32_t>>();
-    auto gaps = prompt["greedy_top2_gap"].get<std::vector<double>>();
-    auto ref = ReadF32(golden_dir + "/" + prompt["name"].get<std::string>() + ".logits.f32");
-    ASSERT_EQ(static_cast<int>(ref.size()), vocab);
-    SingleSequence seq(model, backend, static_cast<int64_t>(ids.size() + greedy.size()));
-    std::vector<float> logits(vocab);
-    ASSERT_TRUE(seq.Append(ids, logits).ok());
-    double max_err = 0;
-    for (int i = 0; i < vocab; ++i)
-      max_err = std::max<double>(max_err, std::fabs(logits[i] - ref[i]));
-    EXPECT_LT(max_err, kLogitTolerance);
-    for (size_t step = 0; step < greedy.size(); ++step) {
-      const int32_t next = Argmax(logits);
-      if (next != greedy[step]) {
-        EXPECT_LE(gaps[step], kGapThreshold)
-            << "step " << step << ": got " << next << ", reference " << greedy[step];
-        break;
-      }
-      if (step + 1 == greedy.size()) break;
-      std::vector<int32_t> one = {next};
-      ASSERT_TRUE(seq.Append(one, logits).ok());
-    }
-  }
-}
 
 TEST(AwqGoldenTest, TinyStoriesAwqMatchesDequantizedReference) {
   XI_REQUIRE_SHARED("models/tinystories-656k-awq");
@@ -166,24 +118,6 @@ TEST(GgufGoldenTest, UnsupportedArchitectureIsNamed) {
       << model.status().ToString();
 }
 
-std::vector<float> LastLogits(CausalLM& model, Backend& backend, const std::vector<int32_t>& ids) {
-  std::vector<float> logits(model.config().vocab_size);
-  SingleSequence seq(model, backend, static_cast<int64_t>(ids.size()));
-  Status s = seq.Append(ids, logits);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return logits;
-}
-
-std::vector<double> LogSoftmax(const std::vector<float>& logits) {
-  const double mx = *std::max_element(logits.begin(), logits.end());
-  double sum = 0;
-  for (float l : logits) sum += std::exp(l - mx);
-  const double lse = mx + std::log(sum);
-  std::vector<double> out(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - lse;
-  return out;
-}
-
 struct LlamaCppCase {
   std::string file;
   double tolerance;
@@ -231,12 +165,7 @@ INSTANTIATE_TEST_SUITE_P(SharedGguf, GgufLlamaCppTest,
                                            LlamaCppCase{"tiny-qwen3-q8_0.gguf", kLogprobTolerance},
                                            LlamaCppCase{"tiny-qwen3-q4_0.gguf", kLogprobTolerance},
                                            LlamaCppCase{"tiny-qwen3-kq-q4_k_m.gguf", 0.2}),
-                         [](const auto& info) {
-                           std::string n = info.param.file;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return testing::ParamName(info.param.file); });
 
 Weight DequantizedCopy(const Weight& w) {
   if (!w.quantized()) return w;
@@ -278,22 +207,15 @@ TEST_P(GgufDequantizedTest, QuantizedKernelsMatchDequantizedF32) {
   auto fmodel = CreateDecoderLM(*config, spec, std::move(dense), *backend);
   std::vector<int32_t> ids = {12522, 5193, 264, 882, 11, 1052, 572, 264, 2632, 3743};
   for (int32_t& id : ids) id %= config->vocab_size;
-  auto a = LastLogits(*qmodel, *backend, ids);
-  auto b = LastLogits(*fmodel, *backend, ids);
-  double max_err = 0;
-  for (size_t i = 0; i < a.size(); ++i) max_err = std::max<double>(max_err, std::fabs(a[i] - b[i]));
-  EXPECT_LT(max_err, 2e-3);
+  const std::vector<float> a = LastLogits(*qmodel, *backend, ids);
+  const std::vector<float> b = LastLogits(*fmodel, *backend, ids);
+  EXPECT_LT(testing::MaxAbsDiff(a, b), 2e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedGguf, GgufDequantizedTest,
                          ::testing::Values("tiny-qwen3-q8_0.gguf", "tiny-qwen3-q4_0.gguf",
                                            "tiny-qwen3-kq-q4_k_m.gguf"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return testing::ParamName(info.param); });
 
 // A llama-architecture GGUF, written here from the TinyStories safetensors with llama.cpp's
 // converter permutation applied to attn_q / attn_k: the loader must undo it to match the golden.

@@ -15,6 +15,7 @@
 #include "cli/awq_quantize.h"
 #include "formats/safetensors.h"
 #include "formats/safetensors_writer.h"
+#include "golden_util.h"
 #include "model/awq.h"
 #include "model/causal_lm.h"
 #include "test_util.h"
@@ -23,6 +24,7 @@ namespace xinfer {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::MaxAbsDiff;
 
 const std::string kSrc = "models/tinystories-656k-qwen2";
 const std::string kRef = "models/tinystories-656k-awq";
@@ -38,17 +40,7 @@ std::vector<float> LastLogits(const std::string& dir, const std::vector<int32_t>
   auto model = LoadCausalLM(dir, *backend);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   if (!model.ok()) return {};
-  std::vector<float> logits((*model)->config().vocab_size);
-  SingleSequence seq(**model, *backend, static_cast<int64_t>(ids.size()));
-  Status s = seq.Append(ids, logits);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return logits;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max<double>(m, std::fabs(a[i] - b[i]));
-  return m;
+  return testing::LastLogits(**model, *backend, ids);
 }
 
 const std::vector<std::vector<int32_t>> kPrompts = {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -257,6 +258,7 @@ TEST(AsyncEngineTest, ScriptedOutputReplacesTokens) {
   for (const auto& out : c.outputs) text += out.text;
   EXPECT_EQ(text, "The cat sat.");
   EXPECT_EQ(c.outputs.back().finish_reason, "stop");
+  std::remove(file.c_str());
 }
 
 }  // namespace

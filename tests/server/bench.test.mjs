@@ -2,16 +2,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startServer, skipUnless, STORIES, BIN } from './helpers.mjs';
+import { makeTempDir, startServer, skipUnless, STORIES, BIN } from './helpers.mjs';
 
 test('xinfer bench serve against xinfer serve', { skip: skipUnless(STORIES), timeout: 120000 }, async () => {
   const srv = await startServer(STORIES, [], { name: 'stories' });
+  const tmp = makeTempDir('xinfer-bench-');
   try {
-    const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'xinfer-bench-')), 'report.json');
+    const out = path.join(tmp.dir, 'report.json');
     const { stdout } = await promisify(execFile)(BIN, ['bench', 'serve', '--base-url', srv.baseURL,
       '--model', 'stories', '--num-prompts', '24', '--concurrency', '6', '--request-rate', '50',
       '--input-len', '24', '--output-len', '12', '--shared-prefix-len', '16', '--json', out]);
@@ -26,6 +26,7 @@ test('xinfer bench serve against xinfer serve', { skip: skipUnless(STORIES), tim
     assert.ok(report.mean_ttft_ms > 0 && report.p99_e2el_ms >= report.median_e2el_ms);
     assert.ok(report.output_throughput > 0);
   } finally {
+    tmp.remove();
     assert.equal((await srv.stop()).code, 0);
   }
 });

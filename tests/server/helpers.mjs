@@ -1,7 +1,8 @@
 // Shared helpers of the server tests: start `xinfer serve` on a free loopback port, stop it,
 // read /metrics. XINFER_BIN is the binary; XINFER_SHARED_DIR holds models/ (tests skip without).
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 
@@ -46,6 +47,14 @@ export async function startServer(model, args = [], { name = 'test-model' } = {}
       return exited;
     },
   };
+}
+
+// A fresh directory under the OS temp dir ($TMPDIR), and remove() to delete it with its contents
+// (safe to call twice). Call remove() in an after hook or a finally block: run-tests.sh fails a
+// test file that leaves anything behind in its private TMPDIR.
+export function makeTempDir(prefix) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 // Prometheus text → { 'name{labels}': value }.

@@ -3,10 +3,9 @@
 // (as token ids) for prompts containing a trigger, since a random tiny model never would.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startServer, skipUnless, QWEN } from './helpers.mjs';
+import { makeTempDir, startServer, skipUnless, QWEN } from './helpers.mjs';
 
 const SCRIPTS = [
   { trigger: 'SCRIPT_BOTH', output: '<think>\nI should call two tools.\n</think>\n\nLet me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"tz": "CET"}}\n</tool_call>' },
@@ -22,16 +21,22 @@ const TOOLS = [
 ];
 
 describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(QWEN) }, () => {
-  let srv, client;
+  let srv, client, tmp;
   before(async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'xinfer-script-'));
-    const file = path.join(dir, 'script.json');
+    tmp = makeTempDir('xinfer-script-');
+    const file = path.join(tmp.dir, 'script.json');
     writeFileSync(file, JSON.stringify(SCRIPTS));
     srv = await startServer(QWEN, ['--reasoning-parser', 'qwen3', '--enable-auto-tool-choice',
       '--tool-call-parser', 'hermes', '--debug-scripted-output', file]);
     client = srv.client();
   });
-  after(async () => { assert.equal((await srv.stop()).code, 0); });
+  after(async () => {
+    try {
+      assert.equal((await srv.stop()).code, 0);
+    } finally {
+      tmp?.remove();
+    }
+  });
   const ask = (content, extra = {}) => ({ model: 'test-model', tools: TOOLS,
     messages: [{ role: 'user', content }], max_tokens: 200, ...extra });
 

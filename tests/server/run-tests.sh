@@ -12,4 +12,19 @@ if [ ! -d node_modules/openai ]; then
   echo "SKIP: tests/server/node_modules is missing; run 'npm ci' in tests/server (make test does)"
   exit 77
 fi
-exec node --test --test-reporter=spec "$@"
+# XINFER_TEST_TMPDIR (set by CMakeLists.txt, one per test file) becomes TMPDIR for the tests and
+# the servers they start, emptied first. Anything left in it afterwards fails the run, so that
+# temporary files a test or xinfer forgets to remove cannot pile up in /tmp unnoticed.
+if [ -n "${XINFER_TEST_TMPDIR:-}" ]; then
+  rm -rf "$XINFER_TEST_TMPDIR"
+  mkdir -p "$XINFER_TEST_TMPDIR"
+  export TMPDIR="$XINFER_TEST_TMPDIR"
+fi
+rc=0
+node --test --test-reporter=spec "$@" || rc=$?
+if [ -n "${XINFER_TEST_TMPDIR:-}" ] && [ -n "$(ls -A "$XINFER_TEST_TMPDIR")" ]; then
+  echo "FAIL: left behind in TMPDIR ($XINFER_TEST_TMPDIR):"
+  ls -lA "$XINFER_TEST_TMPDIR"
+  [ "$rc" -ne 0 ] || rc=1
+fi
+exit "$rc"

@@ -1,0 +1,47 @@
+// The golden files of the shared tiny models (../shared/golden/logits/<model>/golden.json and a
+// <prompt>.logits.f32 per prompt, made by an independent float64 implementation) and the check
+// that the integration tests make against them. Needs xinfer_model; helpers that need no model
+// are in test_util.h.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/causal_lm.h"
+
+namespace xinfer::testing {
+
+// Float32 kernels against the float64 reference: the last-position logits may differ by this
+// much, so greedy tokens are compared only while the reference's top-2 gap is larger.
+inline constexpr double kGoldenLogitTolerance = 2e-2;
+inline constexpr double kGoldenGapThreshold = 0.05;
+
+nlohmann::json ReadJson(const std::string& path);
+
+// One prompt of a golden.json.
+struct GoldenPrompt {
+  std::string name;
+  std::optional<std::string> text;  // the prompt's text, where the golden file records it
+  std::vector<int32_t> ids;
+  std::vector<int32_t> greedy;          // the reference's greedy continuation
+  std::vector<double> greedy_top2_gap;  // its top-2 logit gap at each greedy step
+  std::vector<float> logits;            // last-position logits of `ids`
+};
+
+// Reads <golden_dir>/golden.json and every prompt's logits. A missing field throws (the test
+// fails with nlohmann's message); no prompts at all is a test failure.
+std::vector<GoldenPrompt> ReadLogitsGolden(const std::string& golden_dir);
+
+// Logits of the last position after prefilling `ids` into a fresh sequence.
+std::vector<float> LastLogits(CausalLM& model, Backend& backend, const std::vector<int32_t>& ids);
+
+// The golden logits check: for every prompt, last-position logits within kGoldenLogitTolerance
+// of the reference, and greedy tokens equal to the reference's while its top-2 gap is above
+// kGoldenGapThreshold (after the first allowed divergence the continuations are no longer
+// comparable).
+void ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string& golden_dir);
+
+}  // namespace xinfer::testing

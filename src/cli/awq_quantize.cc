@@ -189,22 +189,6 @@ Status WriteInto(const std::string& src, const std::string& tmp, int group) {
   return CopyAuxFiles(src, tmp);
 }
 
-// Round-to-nearest of one group, as AutoAWQ's pseudo_quantize_tensor: torch.round rounds
-// halves to even (std::nearbyint in the default rounding mode), which the exact ties of
-// low-precision weights hit often; QuantizeAwqGroupRef rounds them away from zero instead.
-AwqGroup QuantizeGroupHalfEven(const float* x, int64_t n, uint8_t* q) {
-  float lo = x[0], hi = x[0];
-  for (int64_t i = 1; i < n; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
-  AwqGroup g;
-  g.scale_f16 = F32ToF16(std::max(hi - lo, 1e-5f) / 15.f);
-  const float scale = F16ToF32(g.scale_f16);
-  g.zero = static_cast<uint8_t>(std::clamp(static_cast<int>(std::nearbyint(-lo / scale)), 0, 15));
-  for (int64_t i = 0; i < n; ++i)
-    q[i] = static_cast<uint8_t>(
-        std::clamp(static_cast<int>(std::nearbyint(x[i] / scale)) + g.zero, 0, 15));
-  return g;
-}
-
 }  // namespace
 
 AwqPacked PackAwqLinear(const float* w, int64_t out_features, int64_t in_features, int group_size) {
@@ -217,8 +201,7 @@ AwqPacked PackAwqLinear(const float* w, int64_t out_features, int64_t in_feature
   for (int64_t o = 0; o < out_features; ++o) {
     const int shift = 4 * NibbleOf(static_cast<int>(o % 8));
     for (int64_t g = 0; g < groups; ++g) {
-      AwqGroup a =
-          QuantizeGroupHalfEven(w + o * in_features + g * group_size, group_size, q.data());
+      AwqGroup a = QuantizeAwqGroupRef(w + o * in_features + g * group_size, group_size, q.data());
       p.scales[g * out_features + o] = a.scale_f16;
       p.qzeros[g * packs + o / 8] |= static_cast<int32_t>(static_cast<uint32_t>(a.zero) << shift);
       for (int64_t i = 0; i < group_size; ++i) {

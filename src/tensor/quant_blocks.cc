@@ -248,10 +248,10 @@ AwqGroup QuantizeAwqGroupRef(const float* x, int64_t n, uint8_t* q) {
   AwqGroup g;
   g.scale_f16 = F32ToF16(std::max(hi - lo, 1e-5f) / 15.f);
   const float scale = F16ToF32(g.scale_f16);
-  g.zero = static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(-lo / scale)), 0, 15));
+  g.zero = static_cast<uint8_t>(std::clamp(static_cast<int>(std::nearbyint(-lo / scale)), 0, 15));
   for (int64_t i = 0; i < n; ++i)
     q[i] = static_cast<uint8_t>(
-        std::clamp(static_cast<int>(std::lround(x[i] / scale)) + g.zero, 0, 15));
+        std::clamp(static_cast<int>(std::nearbyint(x[i] / scale)) + g.zero, 0, 15));
   return g;
 }
 

@@ -19,7 +19,9 @@ void DequantizeBlocks(QuantType type, const uint8_t* src, int64_t n, float* dst)
 // (n / QuantBlockElems(type) * QuantBlockBytes(type) bytes). GGML formats only.
 void QuantizeBlocksRef(QuantType type, const float* src, int64_t n, uint8_t* dst);
 
-// AWQ-style asymmetric 4-bit quantization of one group of `n` values, round to nearest:
+// AWQ-style asymmetric 4-bit quantization of one group of `n` values, round to nearest with ties
+// to even (as AutoAWQ's pseudo_quantize_tensor: torch.round; exact ties are common in
+// low-precision weights, so the tie rule decides bytes):
 // scale = (max - min) / 15, zero = round(-min / scale) clamped to [0, 15],
 // q = clamp(round(x / scale) + zero, 0, 15). Scale is rounded to F16 first (AWQ stores F16) so
 // (q - zero) * scale reproduces exactly what a reader computes.

@@ -9,8 +9,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/fast_cpu_ops.h"
-#include "backend/cpu/quant_ops.h"
-#include "tensor/quant_blocks.h"
+#include "backend/cpu/quant_test_util.h"
 
 namespace xinfer {
 namespace {
@@ -67,50 +66,10 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
   }
   b->Args({1, 4864, 896, 2, 0});
   b->Args({1, 151936, 896, 2, 0});  // F16 lm_head (AWQ checkpoints keep it in F16)
-  b->Args({1, 4864, 896, 1, 1});  // the portable reference, for scale
+  b->Args({1, 4864, 896, 1, 1});    // the portable reference, for scale
   b->Args({64, 4864, 896, 1, 1});
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"T", "N", "K", "dtype", "ref"})->UseRealTime();
-
-// A [n, k] weight quantized with the reference quantizers (AWQ4: group 128, as Qwen's AWQ
-// checkpoints).
-QuantTensor RandomQuant(QuantType type, int64_t n, int64_t k) {
-  Backend& be = TheBackend();
-  std::mt19937 rng(2);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> row(k);
-  QuantTensor q;
-  q.type = type;
-  q.rows = n;
-  q.cols = k;
-  if (type == QuantType::kAwq4) {
-    q.group_size = 128;
-    const int64_t groups = k / 128;
-    q.data = be.NewTensor(DType::kU8, {n, k / 2});
-    q.scales = be.NewTensor(DType::kF32, {n, groups});
-    q.zeros = be.NewTensor(DType::kF32, {n, groups});
-    std::vector<uint8_t> nib(128);
-    for (int64_t r = 0; r < n; ++r) {
-      for (auto& v : row) v = dist(rng);
-      for (int64_t g = 0; g < groups; ++g) {
-        const AwqGroup ag = QuantizeAwqGroupRef(&row[g * 128], 128, nib.data());
-        q.scales.data<float>()[r * groups + g] = F16ToF32(ag.scale_f16);
-        q.zeros.data<float>()[r * groups + g] = ag.zero;
-        for (int i = 0; i < 64; ++i)
-          q.data.data<uint8_t>()[r * k / 2 + g * 64 + i] =
-              static_cast<uint8_t>(nib[2 * i] | (nib[2 * i + 1] << 4));
-      }
-    }
-  } else {
-    q.data = TheBackend().NewTensor(DType::kU8,
-                                    {n, static_cast<int64_t>(k / 32 * QuantBlockBytes(type))});
-    for (int64_t r = 0; r < n; ++r) {
-      for (auto& v : row) v = dist(rng);
-      QuantizeBlocksRef(type, row.data(), k, const_cast<uint8_t*>(q.row(r)));
-    }
-  }
-  return q;
-}
 
 // Args: T, N, K, type (0 Q8_0, 1 Q4_0, 2 AWQ4-g128), reference (1: portable kernels).
 void BM_QuantLinear(benchmark::State& state) {
@@ -122,7 +81,8 @@ void BM_QuantLinear(benchmark::State& state) {
   CpuOps ref;
   Ops& ops = state.range(4) ? static_cast<Ops&>(ref) : fast;
   Tensor x = Random(DType::kF32, {t, k});
-  QuantTensor w = RandomQuant(type, n, k);
+  // AWQ4 with group 128, as Qwen's AWQ checkpoints.
+  QuantTensor w = MakeQuant(TheBackend(), type, n, k, 2, nullptr, 128);
   Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
   for (auto _ : state) {
     ops.QuantLinear(x, w, nullptr, y);

@@ -49,6 +49,10 @@ size_t IncompleteUtf8SuffixLength(std::string_view s);
 
 bool IsAllAscii(std::string_view s);
 
+// The Unicode White_Space property (Rust's char::is_whitespace). Python's str.isspace adds the
+// separators U+001C..U+001F.
+bool IsUnicodeWhitespace(char32_t cp);
+
 // Streaming conversion of arbitrary bytes to valid UTF-8. Ill-formed sequences become U+FFFD
 // using the maximal-subpart rule (see Utf8Char::size), so feeding bytes in any chunking gives
 // the same text as converting them all at once.

@@ -214,5 +214,13 @@ TEST(Utf8Test, DecoderValidatorAndSanitizerAgree) {
   }
 }
 
+TEST(Utf8Test, UnicodeWhitespaceIsTheWhiteSpaceProperty) {
+  for (char32_t cp : {0x09, 0x0A, 0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x200A, 0x2028, 0x2029,
+                      0x202F, 0x205F, 0x3000})
+    EXPECT_TRUE(IsUnicodeWhitespace(cp)) << static_cast<uint32_t>(cp);
+  for (char32_t cp : {0x00, 0x08, 0x1C, 0x1F, 0x21, 0x200B, 0xFEFF, 0x10FFFF})
+    EXPECT_FALSE(IsUnicodeWhitespace(cp)) << static_cast<uint32_t>(cp);
+}
+
 }  // namespace
 }  // namespace xinfer

@@ -82,6 +82,21 @@ inline void PrefetchRange(const void* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 3);
 }
 
+// The loop nest every Linear kernel runs: weight rows [n0, n1) in blocks of `block_rows` (kept
+// in L2 while all rows of x pass over them), within a block tiles of up to MR rows of x times NR
+// weight rows; calls tile(r, mr, n, nr) for each.
+template <int MR, int NR, class Tile>
+inline void ForEachTile(int64_t t0, int64_t t1, int64_t n0, int64_t n1, int64_t block_rows,
+                        Tile&& tile) {
+  for (int64_t bs = n0; bs < n1; bs += block_rows) {
+    const int64_t be = bs + block_rows < n1 ? bs + block_rows : n1;
+    for (int64_t r = t0; r < t1; r += MR) {
+      const int64_t mr = t1 - r < MR ? t1 - r : MR;
+      for (int64_t n = bs; n < be; n += NR) tile(r, mr, n, be - n < NR ? be - n : NR);
+    }
+  }
+}
+
 namespace avx512 {
 // Whether the quantized kernels below take `w`: Q8_0, Q4_0, or AWQ4 with group size 32, 64 or
 // 128; cols a multiple of 32.

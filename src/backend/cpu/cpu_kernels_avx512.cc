@@ -123,19 +123,12 @@ void LinearF32AccImpl(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, i
   const int64_t esize = WT == kWF32 ? 4 : 2;
   const int64_t wstride = t.k * esize;
   const uint8_t* w = static_cast<const uint8_t*>(t.w);
-  const int64_t nb = RowsPerBlock(wstride);
-  for (int64_t bs = n0; bs < n1; bs += nb) {
-    const int64_t be = bs + nb < n1 ? bs + nb : n1;
-    for (int64_t r = t0; r < t1; r += kMr) {
-      const int64_t mr = t1 - r < kMr ? t1 - r : kMr;
-      for (int64_t n = bs; n < be; n += kNr) {
-        const int64_t nr = be - n < kNr ? be - n : kNr;
+  ForEachTile<kMr, kNr>(
+      t0, t1, n0, n1, RowsPerBlock(wstride), [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
         kTilesF32<WT>[mr - 1][nr - 1](t.x + r * t.ldx, t.ldx, w + n * wstride, wstride, t.k,
                                       t.bias != nullptr ? t.bias + n : nullptr,
                                       t.out + r * t.ldo + n, t.ldo);
-      }
-    }
-  }
+      });
 }
 
 // exp(x) for softmax and SiLU: Cephes expf polynomial after range reduction by ln 2, scaled by
@@ -289,19 +282,12 @@ void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, in
 
 void LinearBf16Widen(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
   const uint16_t* w = static_cast<const uint16_t*>(t.w);
-  const int64_t nb = RowsPerBlock(t.k * 2);
-  for (int64_t bs = n0; bs < n1; bs += nb) {
-    const int64_t be = bs + nb < n1 ? bs + nb : n1;
-    for (int64_t r = t0; r < t1; r += kMr) {
-      const int64_t mr = t1 - r < kMr ? t1 - r : kMr;
-      for (int64_t n = bs; n < be; n += kNr) {
-        const int64_t nr = be - n < kNr ? be - n : kNr;
-        kTilesWiden[mr - 1][nr - 1](t.xp + r * t.ldxp, t.ldxp, w + n * t.k, t.k,
-                                    t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
-                                    t.ldo);
-      }
-    }
-  }
+  ForEachTile<kMr, kNr>(t0, t1, n0, n1, RowsPerBlock(t.k * 2),
+                        [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
+                          kTilesWiden[mr - 1][nr - 1](t.xp + r * t.ldxp, t.ldxp, w + n * t.k, t.k,
+                                                      t.bias != nullptr ? t.bias + n : nullptr,
+                                                      t.out + r * t.ldo + n, t.ldo);
+                        });
 }
 
 void PermuteEvenOdd(const float* x, int64_t rows, int64_t k, float* xp, int64_t ldxp) {
@@ -502,19 +488,12 @@ constexpr const TileBf16Fn* kTilesBf16[kMr] = {kRowBf16<1>, kRowBf16<2>, kRowBf1
 
 void LinearBf16Dot(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
   const uint16_t* w = static_cast<const uint16_t*>(t.w);
-  const int64_t nb = RowsPerBlock(t.k * 2);
-  for (int64_t bs = n0; bs < n1; bs += nb) {
-    const int64_t be = bs + nb < n1 ? bs + nb : n1;
-    for (int64_t r = t0; r < t1; r += kMr) {
-      const int64_t mr = t1 - r < kMr ? t1 - r : kMr;
-      for (int64_t n = bs; n < be; n += kNr) {
-        const int64_t nr = be - n < kNr ? be - n : kNr;
-        kTilesBf16[mr - 1][nr - 1](t.xb + r * t.ldxb, t.ldxb, w + n * t.k, t.k,
-                                   t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
-                                   t.ldo);
-      }
-    }
-  }
+  ForEachTile<kMr, kNr>(t0, t1, n0, n1, RowsPerBlock(t.k * 2),
+                        [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
+                          kTilesBf16[mr - 1][nr - 1](t.xb + r * t.ldxb, t.ldxb, w + n * t.k, t.k,
+                                                     t.bias != nullptr ? t.bias + n : nullptr,
+                                                     t.out + r * t.ldo + n, t.ldo);
+                        });
 }
 
 float Bf16DotLoop(int64_t iters) {

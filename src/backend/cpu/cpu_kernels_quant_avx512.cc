@@ -283,16 +283,10 @@ void QuantLinearNibbleImpl(const QuantLinearTask& t, int64_t t0, int64_t t1, int
   const int64_t blocks = t.w->cols / (32 * CPB);
   int64_t nb = (256 << 10) / (p.row_bytes > 0 ? p.row_bytes : 1) / kNibbleNr * kNibbleNr;
   if (nb < kNibbleNr) nb = kNibbleNr;
-  for (int64_t bs = n0; bs < n1; bs += nb) {
-    const int64_t be = bs + nb < n1 ? bs + nb : n1;
-    for (int64_t r = t0; r < t1; r += kNibbleMr) {
-      const int64_t mr = t1 - r < kNibbleMr ? t1 - r : kNibbleMr;
-      for (int64_t n = bs; n < be; n += kNibbleNr) {
-        const int64_t nr = be - n < kNibbleNr ? be - n : kNibbleNr;
-        kNibbleTiles<QT, CPB>[mr - 1][nr - 1](t, p, blocks, r, n);
-      }
-    }
-  }
+  ForEachTile<kNibbleMr, kNibbleNr>(t0, t1, n0, n1, nb,
+                                    [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
+                                      kNibbleTiles<QT, CPB>[mr - 1][nr - 1](t, p, blocks, r, n);
+                                    });
 }
 
 }  // namespace
@@ -345,19 +339,16 @@ void QuantBlockSums(const float* x, int64_t rows, int64_t ldx, int64_t k, int64_
 void QuantLinearQ8Direct(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
   using Fn =
       void (*)(const float*, int64_t, const QuantTensor&, int64_t, const float*, float*, int64_t);
-  static constexpr Fn kTiles[3][4] = {
+  static constexpr Fn kTiles[kQ8DirectMaxRows][4] = {
       {TileQ8Direct<1, 1>, TileQ8Direct<1, 2>, TileQ8Direct<1, 3>, TileQ8Direct<1, 4>},
       {TileQ8Direct<2, 1>, TileQ8Direct<2, 2>, TileQ8Direct<2, 3>, TileQ8Direct<2, 4>},
       {TileQ8Direct<3, 1>, TileQ8Direct<3, 2>, TileQ8Direct<3, 3>, TileQ8Direct<3, 4>}};
-  for (int64_t r = t0; r < t1; r += 3) {
-    const int64_t mr = t1 - r < 3 ? t1 - r : 3;
-    for (int64_t n = n0; n < n1; n += 4) {
-      const int64_t nr = n1 - n < 4 ? n1 - n : 4;
-      kTiles[mr - 1][nr - 1](t.x + r * t.ldx, t.ldx, *t.w, n,
-                             t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
-                             t.ldo);
-    }
-  }
+  ForEachTile<kQ8DirectMaxRows, 4>(
+      t0, t1, n0, n1, n1 - n0, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
+        kTiles[mr - 1][nr - 1](t.x + r * t.ldx, t.ldx, *t.w, n,
+                               t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
+                               t.ldo);
+      });
 }
 
 void DequantizeRowsQ8(const QuantTensor& w, int64_t n0, int64_t n1, float* panel) {

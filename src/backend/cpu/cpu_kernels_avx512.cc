@@ -69,8 +69,10 @@ void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, 
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   int64_t kk = 0;
   constexpr int64_t kEsize = WT == kWF32 ? 4 : 2;
+  const int64_t pf_dist = PrefetchDistance<NR>(wstride);
   for (; kk + 16 <= k; kk += 16) {
-    PrefetchRange(w + kWeightPrefetchBytes + kk * kEsize * NR, 16 * kEsize * NR);
+    // One prefetch per 64-byte line of each row: every step for F32, every other for 16 bits.
+    if (kEsize == 4 || (kk & 31) == 0) PrefetchAhead<NR>(w, pf_dist, wstride, kk * kEsize);
     __m512 xv[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * ldx + kk);
@@ -225,8 +227,9 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const int64_t pf_dist = PrefetchDistance<NR>(k * 2);
   for (int64_t kk = 0; kk < k; kk += 32) {
-    PrefetchRange(w + kWeightPrefetchBytes / 2 + kk * NR, 64 * NR);
+    PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
     const bool full = kk + 32 <= k;
     const __mmask32 m = full ? ~__mmask32{0} : static_cast<__mmask32>((1ull << (k - kk)) - 1);
     __m512 xv[MR];
@@ -446,7 +449,9 @@ void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k,
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   int64_t kk = 0;
+  const int64_t pf_dist = PrefetchDistance<NR>(k * 2);
   for (; kk + 32 <= k; kk += 32) {
+    PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
     __m512bh xv[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xv[i] = AsBh(_mm512_loadu_si512(xb + i * ldxb + kk));

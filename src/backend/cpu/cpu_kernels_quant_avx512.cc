@@ -84,7 +84,7 @@ void TileQ8Direct(const float* x, int64_t ldx, const QuantTensor& w, int64_t n, 
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   const int64_t chunks = w.cols / 32;
   for (int64_t c = 0; c < chunks; ++c) {
-    PrefetchRange(rows[0] + kWeightPrefetchBytes + c * NR * kQ8Bytes, NR * kQ8Bytes);
+    PrefetchRange(rows[0] + kQuantPrefetchBytes + c * NR * kQ8Bytes, NR * kQ8Bytes);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       __m512 w0, w1;
@@ -204,7 +204,7 @@ void TileNibble(const QuantLinearTask& t, const PreparedQuant& p, int64_t blocks
         }
       }
       const float* xc = x + b * CPB * 32;
-      PrefetchRange(rows[0].q + kWeightPrefetchBytes + b * NR * CPB * F::kChunkBytes,
+      PrefetchRange(rows[0].q + kQuantPrefetchBytes + b * NR * CPB * F::kChunkBytes,
                     NR * CPB * F::kChunkBytes);
 #pragma GCC unroll 8
       for (int c = 0; c < CPB; ++c) {
@@ -227,7 +227,7 @@ void TileNibble(const QuantLinearTask& t, const PreparedQuant& p, int64_t blocks
     for (int j = 0; j < NR; ++j) {
       __m512 m[2 * CPB];
       if (j == 0)
-        PrefetchRange(rows[0].q + kWeightPrefetchBytes + b * NR * CPB * F::kChunkBytes,
+        PrefetchRange(rows[0].q + kQuantPrefetchBytes + b * NR * CPB * F::kChunkBytes,
                       NR * CPB * F::kChunkBytes);
 #pragma GCC unroll 8
       for (int c = 0; c < CPB; ++c)

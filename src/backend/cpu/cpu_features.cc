@@ -16,11 +16,12 @@ const CpuFeatures& DetectCpuFeatures() {
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("fma");
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    f.avx512_vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi");
 #endif
     // XINFER_ISA=portable|avx512 caps the ISA (to test the fallbacks on a newer machine).
     if (const char* cap = std::getenv("XINFER_ISA")) {
       if (std::strcmp(cap, "portable") == 0) f = CpuFeatures{};
-      if (std::strcmp(cap, "avx512") == 0) f.avx512_bf16 = false;
+      if (std::strcmp(cap, "avx512") == 0) f.avx512_bf16 = f.avx512_vbmi = false;
     }
     return f;
   }();

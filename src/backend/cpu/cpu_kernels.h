@@ -18,6 +18,7 @@ namespace xinfer::cpu {
 struct CpuFeatures {
   bool avx512 = false;       // AVX-512 F/BW/DQ/VL (+FMA, F16C)
   bool avx512_bf16 = false;  // vdpbf16ps
+  bool avx512_vbmi = false;  // vpermt2b
   bool avx2 = false;         // AVX2 + FMA + F16C
 };
 const CpuFeatures& DetectCpuFeatures();
@@ -60,7 +61,8 @@ struct QuantLinearTask {
   int64_t ldx = 0;
   const float* xsum = nullptr;
   int64_t ldxsum = 0;
-  // For QuantLinearAwqBf16 only: x split into BF16 hi + lo values (AwqBf16PrepareX), [T, ldxs].
+  // For QuantLinearNibbleBf16 only: x split into BF16 hi + lo values (NibbleBf16PrepareX), [T,
+  // ldxs].
   const uint16_t* xs = nullptr;
   int64_t ldxs = 0;
   const QuantTensor* w = nullptr;
@@ -133,15 +135,16 @@ int64_t QuantBlockElemsForSums(const QuantTensor& w);
 // (x[r, 32c + l] + x[r, 32c + 16 + l]), in chunk order. Q4_0 passes scale -1.5, AWQ4 1.
 void QuantBlockSums(const float* x, int64_t rows, int64_t ldx, int64_t k, int64_t block,
                     float scale, float* out, int64_t ldout);
-// AWQ4 with group size 128 on CPUs with AVX512-BF16 (cpu_kernels_awq_bf16.cc): the weights meet
-// x as two BF16 halves (hi + lo, 2^-17 of |x|) in vdpbf16ps, 2 integer ops per 32 weights.
-bool AwqBf16Supports(const QuantTensor& w);
-// Splits rows of x [rows, k] (k a multiple of 128) into the kernel's layout: xs [rows, ldxs >= 2k]
+// 4-bit weights with vdpbf16ps (cpu_kernels_nibble_bf16.cc): AWQ4 with group size 128 on CPUs
+// with AVX512-BF16, Q4_0 on those with AVX512-BF16 and -VBMI; K a multiple of 128. The weights meet
+// x as two BF16 halves (hi + lo, 2^-17 of |x|), 2 integer ops per 32 weights.
+bool NibbleBf16Supports(const QuantTensor& w, const CpuFeatures& features);
+// Splits rows of x [rows, k] into the kernel's layout for weights of `type`: xs [rows, ldxs >= 2k]
 // BF16 values and xsum [rows, ldxsum >= k / 8] lane sums.
-void AwqBf16PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, uint16_t* xs,
-                     int64_t ldxs, float* xsum, int64_t ldxsum);
-void QuantLinearAwqBf16(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
-                        int64_t n1);
+void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k,
+                        uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum);
+void QuantLinearNibbleBf16(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
+                           int64_t n1);
 void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 void LinearBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights widened to F32 without shuffles: a 64-byte load of 32 BF16 gives the even

@@ -138,9 +138,8 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     XI_CHECK(bias->numel() == n);
     task.bias = ToF32(*bias, bias_);
   }
-  // AWQ g128 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves.
-  const bool awq_bf16 = features_.avx512_bf16 && cpu::avx512::AwqBf16Supports(w);
-  if (awq_bf16) {
+  // AWQ g128 and Q4_0 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves.
+  if (cpu::avx512::NibbleBf16Supports(w, features_)) {
     task.ldxs = 2 * k;
     task.ldxsum = k / 8;
     if (xb_.size() < static_cast<size_t>(t_rows * task.ldxs)) xb_.resize(t_rows * task.ldxs);
@@ -153,13 +152,13 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     {
       const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
       const auto [r0, r1] = Split(t_rows, tid, nt);
-      cpu::avx512::AwqBf16PrepareX(x.data<float>() + r0 * k, r1 - r0, k, k,
-                                   xb_.data() + r0 * task.ldxs, task.ldxs,
-                                   xsum_.data() + r0 * task.ldxsum, task.ldxsum);
+      cpu::avx512::NibbleBf16PrepareX(w.type, x.data<float>() + r0 * k, r1 - r0, k, k,
+                                      xb_.data() + r0 * task.ldxs, task.ldxs,
+                                      xsum_.data() + r0 * task.ldxsum, task.ldxsum);
 #pragma omp barrier
       auto [u0, u1] = Split((n + 15) / 16, tid, nt);
       const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
-      if (n0 < n1) cpu::avx512::QuantLinearAwqBf16(task, 0, t_rows, n0, n1);
+      if (n0 < n1) cpu::avx512::QuantLinearNibbleBf16(task, 0, t_rows, n0, n1);
     }
     return;
   }

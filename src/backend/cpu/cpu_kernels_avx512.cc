@@ -22,6 +22,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c,bmi2")
 
+#include "backend/cpu/tile_avx512.h"
+
 namespace xinfer::cpu::avx512 {
 namespace {
 
@@ -95,11 +97,7 @@ void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, 
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j)
-      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+  StoreTile(acc, bias, out, ldo);
 }
 
 using TileFn = void (*)(const float*, int64_t, const uint8_t*, int64_t, int64_t, const float*,
@@ -254,11 +252,7 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wo, acc[i][j]);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j)
-      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+  StoreTile(acc, bias, out, ldo);
 }
 
 using TileWidenFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, const float*, float*,
@@ -475,11 +469,7 @@ void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k,
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j)
-      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+  StoreTile(acc, bias, out, ldo);
 }
 
 using TileBf16Fn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, const float*,

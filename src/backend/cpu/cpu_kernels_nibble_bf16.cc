@@ -30,6 +30,7 @@
 // only, not on the tile, the batch or the threads (batch invariance), like every kernel here.
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 
 #include "backend/cpu/cpu_kernels.h"
@@ -39,6 +40,8 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vbmi,fma,f16c,bmi2")
+
+#include "backend/cpu/tile_avx512.h"
 
 namespace xinfer::cpu::avx512 {
 namespace {
@@ -90,6 +93,18 @@ struct NibbleGroupFormat<QuantType::kAwq4> {
   }
 };
 
+// vpermt2b indices over (bytes 0..63, bytes 8..71) of a Q4_0 group: output byte 16b + j is
+// block b's nibble byte j, at 18b + 2 + j.
+alignas(64) constexpr std::array<uint8_t, 64> kQ4_0NibbleIndex = [] {
+  std::array<uint8_t, 64> idx{};
+  for (int b = 0; b < 4; ++b)
+    for (int j = 0; j < 16; ++j) {
+      const int at = 18 * b + 2 + j;
+      idx[16 * b + j] = static_cast<uint8_t>(at < 64 ? at : 64 + at - 8);
+    }
+  return idx;
+}();
+
 template <>
 struct NibbleGroupFormat<QuantType::kQ4_0> {
   struct Row {
@@ -110,21 +125,7 @@ struct NibbleGroupFormat<QuantType::kQ4_0> {
     return _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(scales)), _mm512_set1_ps(16.f));
   }
   static __m512 NegOnePlusZ16(const Row&, int64_t) { return _mm512_set1_ps(-1.5f); }
-  static __m512i NibbleIndex() {
-    alignas(64) static const uint8_t idx[64] = {
-#define XI_Q4_0_BYTE(b, j) \
-  static_cast<uint8_t>(18 * (b) + 2 + (j) < 64 ? 18 * (b) + 2 + (j) : 18 * (b) + 2 + (j)-8 + 64)
-#define XI_Q4_0_BLOCK(b)                                                                \
-  XI_Q4_0_BYTE(b, 0), XI_Q4_0_BYTE(b, 1), XI_Q4_0_BYTE(b, 2), XI_Q4_0_BYTE(b, 3),       \
-      XI_Q4_0_BYTE(b, 4), XI_Q4_0_BYTE(b, 5), XI_Q4_0_BYTE(b, 6), XI_Q4_0_BYTE(b, 7),   \
-      XI_Q4_0_BYTE(b, 8), XI_Q4_0_BYTE(b, 9), XI_Q4_0_BYTE(b, 10), XI_Q4_0_BYTE(b, 11), \
-      XI_Q4_0_BYTE(b, 12), XI_Q4_0_BYTE(b, 13), XI_Q4_0_BYTE(b, 14), XI_Q4_0_BYTE(b, 15)
-        XI_Q4_0_BLOCK(0), XI_Q4_0_BLOCK(1), XI_Q4_0_BLOCK(2), XI_Q4_0_BLOCK(3)
-#undef XI_Q4_0_BLOCK
-#undef XI_Q4_0_BYTE
-    };
-    return _mm512_load_si512(idx);
-  }
+  static __m512i NibbleIndex() { return _mm512_load_si512(kQ4_0NibbleIndex.data()); }
   static __m512i ScaleIndex() {
     // Lane l (of 16 words) takes block l / 4's d (word 9 * block); the upper half is unused.
     return _mm512_setr_epi32(0, 0, 9 | 9 << 16, 9 | 9 << 16, 18 | 18 << 16, 18 | 18 << 16,
@@ -200,12 +201,7 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r
       }
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j)
-      t.out[(r0 + i) * t.ldo + n + j] =
-          _mm512_reduce_add_ps(acc[i][j]) + (t.bias != nullptr ? t.bias[n + j] : 0.f);
+  StoreTile(acc, t.bias != nullptr ? t.bias + n : nullptr, t.out + r0 * t.ldo + n, t.ldo);
 }
 
 constexpr int kMr = 4;

@@ -37,6 +37,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c,bmi2")
 
+#include "backend/cpu/tile_avx512.h"
+
 namespace xinfer::cpu::avx512 {
 namespace {
 
@@ -96,11 +98,7 @@ void TileQ8Direct(const float* x, int64_t ldx, const QuantTensor& w, int64_t n, 
       }
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j)
-      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+  StoreTile(acc, bias, out, ldo);
 }
 
 // ---- 4-bit (Q4_0, AWQ4) ----
@@ -255,12 +253,7 @@ void TileNibble(const QuantLinearTask& t, const PreparedQuant& p, int64_t blocks
       }
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j)
-      t.out[(r0 + i) * t.ldo + n + j] =
-          _mm512_reduce_add_ps(acc[i][j]) + (t.bias != nullptr ? t.bias[n + j] : 0.f);
+  StoreTile(acc, t.bias != nullptr ? t.bias + n : nullptr, t.out + r0 * t.ldo + n, t.ldo);
 }
 
 constexpr int kNibbleMr = 4;

@@ -8,15 +8,44 @@
 
 namespace xinfer::cpu::avx512 {
 
+// Horizontal sums of four accumulators, lane i of the result for accumulator i. Each sum is
+// added in exactly the tree _mm512_reduce_add_ps uses (128-bit blocks 0+2 and 1+3, then those
+// two, then lanes 0+2 and 1+3 of the block, then those two), so results are bitwise those of
+// four separate reductions, at about a third of the instructions: the reduction was ~20 % of a
+// K = 896 tile's work.
+inline __m128 ReduceAdd4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // [a0+a2 | a1+a3 | b0+b2 | b1+b3] in 128-bit blocks, likewise for c, d.
+  const __m512 ab =
+      _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  const __m512 cd =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  // Block q holds accumulator q's (b0+b2) + (b1+b3).
+  __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0x4E));  // lanes 0+2, 1+3
+  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0xB1));  // then those two: every lane has the sum
+  const __m512i first_lanes = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(first_lanes, s));
+}
+
 // The end of every tile: out[i * ldo + j] = horizontal sum of acc[i][j] + bias[j] (bias may be
-// null). The fixed reduction is part of each output element's one instruction sequence.
+// null: + 0). The fixed reduction is part of each output element's one instruction sequence, the
+// same for every tile shape (a missing accumulator of a group of four is a zero one).
 template <int MR, int NR>
 inline void StoreTile(const __m512 (&acc)[MR][NR], const float* bias, float* out, int64_t ldo) {
+  const __m512 zero = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int g = 0; g < NR; g += 4) {
+    const int n = NR - g < 4 ? NR - g : 4;
+    const __mmask8 m = static_cast<__mmask8>((1u << n) - 1);
+    const __m128 b = bias != nullptr ? _mm_maskz_loadu_ps(m, bias + g) : _mm_setzero_ps();
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j)
-      out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]) + (bias != nullptr ? bias[j] : 0.f);
+    for (int i = 0; i < MR; ++i) {
+      const __m128 s =
+          ReduceAdd4(acc[i][g], g + 1 < NR ? acc[i][g + 1] : zero,
+                     g + 2 < NR ? acc[i][g + 2] : zero, g + 3 < NR ? acc[i][g + 3] : zero);
+      _mm_mask_storeu_ps(out + i * ldo + g, m, _mm_add_ps(s, b));
+    }
+  }
 }
 
 }  // namespace xinfer::cpu::avx512

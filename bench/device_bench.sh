@@ -19,10 +19,11 @@ run decode1 --model $M --input-len 128 --output-len 64 --batch 1 --runs 5
 run prefill512 --model $M --input-len 512 --output-len 2 --batch 1 --runs 3
 run batch16 --model $M --input-len 128 --output-len 128 --batch 16 --runs 3
 run batch64 --model $M --input-len 128 --output-len 64 --batch 64 --runs 1
-XINFER_BF16_DOT=1 run prefill512_dot --model $M --input-len 512 --output-len 2 --batch 1 --runs 3
-XINFER_BF16_DOT=1 run batch16_dot --model $M --input-len 128 --output-len 128 --batch 16 --runs 1
+run prefill512_bf16 --model $M --input-len 512 --output-len 2 --batch 1 --runs 3 --dtype bfloat16
+run batch16_bf16 --model $M --input-len 128 --output-len 128 --batch 16 --runs 1 --dtype bfloat16
+run batch64_bf16 --model $M --input-len 128 --output-len 64 --batch 64 --runs 1 --dtype bfloat16
 rm -rf $M
 $BIN/xinfer make-model --preset qwen2.5-0.5b --out $F --dtype f32 | tail -1
 cp build/tok/* $F/
 run decode1_f32 --model $F --input-len 128 --output-len 64 --batch 1 --runs 3
-$PIN $BIN/kernel_bench --benchmark_filter='BM_Linear/T:(1|16|512)/N:(4864|896)/K:(896|4864)/dtype:1/ref:0|BM_PagedAttention' --benchmark_min_time=0.2 2>/dev/null | grep BM_
+$PIN $BIN/kernel_bench --benchmark_filter='BM_Linear/T:(1|16|512)/N:(4864|896)/K:(896|4864)/dtype:1/path:(0|2)|BM_PagedAttention' --benchmark_min_time=0.2 2>/dev/null | grep BM_

@@ -32,15 +32,16 @@ Tensor Random(DType dtype, Shape shape) {
   return t;
 }
 
-// Args: T, N, K, dtype (0 F32, 1 BF16, 2 F16), reference (1: portable CpuOps).
+// Args: T, N, K, dtype (0 F32, 1 BF16, 2 F16), path (0: FastCpuOps, 1: the portable CpuOps,
+// 2: FastCpuOps with BF16 activations, i.e. `--dtype bfloat16`).
 void BM_Linear(benchmark::State& state) {
   const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
   const DType dt = state.range(3) == 0   ? DType::kF32
                    : state.range(3) == 1 ? DType::kBF16
                                          : DType::kF16;
-  FastCpuOps fast;
+  FastCpuOps fast(/*bf16_activations=*/state.range(4) == 2);
   CpuOps ref;
-  Ops& ops = state.range(4) ? static_cast<Ops&>(ref) : fast;
+  Ops& ops = state.range(4) == 1 ? static_cast<Ops&>(ref) : fast;
   Tensor x = Random(DType::kF32, {t, k});
   Tensor w = Random(dt, {n, k});
   Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
@@ -64,12 +65,18 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
     b->Args({1, 151936, 896, dt, 0});  // lm_head, one sampled row
     b->Args({16, 151936, 896, dt, 0});
   }
+  for (int t : {1, 16, 64, 512}) {  // BF16 activations
+    b->Args({t, 4864, 896, 1, 2});
+    b->Args({t, 896, 4864, 1, 2});
+  }
+  b->Args({1, 151936, 896, 1, 2});
+  b->Args({16, 151936, 896, 1, 2});
   b->Args({1, 4864, 896, 2, 0});
   b->Args({1, 151936, 896, 2, 0});  // F16 lm_head (AWQ checkpoints keep it in F16)
   b->Args({1, 4864, 896, 1, 1});    // the portable reference, for scale
   b->Args({64, 4864, 896, 1, 1});
 }
-BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"T", "N", "K", "dtype", "ref"})->UseRealTime();
+BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"T", "N", "K", "dtype", "path"})->UseRealTime();
 
 // Args: T, N, K, type (0 Q8_0, 1 Q4_0, 2 AWQ4-g128), reference (1: portable kernels).
 void BM_QuantLinear(benchmark::State& state) {

@@ -360,5 +360,47 @@ TEST(CliTest, ErrorsExitNonZeroWithMessage) {
   EXPECT_NE(bad_temp.err.find("temperature"), std::string::npos) << bad_temp.err;
 }
 
+// vLLM's --dtype and --quantization: accepted with vLLM's spellings, refused with a clear message
+// when unsupported or when they contradict the model.
+TEST(CliTest, DtypeAndQuantizationFlags) {
+  if (!testing::HaveShared("models/tinystories-656k-awq")) GTEST_SKIP() << "../shared not found";
+  const std::string plain =
+      " --model " + Model("tinystories-656k") + " --prompt-ids 1 --max-tokens 4 --temperature 0";
+  const std::string awq = " --model " + Model("tinystories-656k-awq") +
+                          " --prompt-ids 1 --max-tokens 4 --temperature 0";
+  RunResult half = RunXinfer("generate" + plain + " --dtype float16");
+  EXPECT_EQ(half.exit_code, 1);
+  EXPECT_NE(half.err.find("dtype float16 is not supported by the CPU backend"), std::string::npos)
+      << half.err;
+  RunResult typo = RunXinfer("generate" + plain + " --dtype bfloat17");
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_NE(typo.err.find("dtype must be auto, bfloat16, float32 or float, got 'bfloat17'"),
+            std::string::npos)
+      << typo.err;
+  RunResult gptq = RunXinfer("generate" + awq + " --quantization gptq");
+  EXPECT_EQ(gptq.exit_code, 1);
+  EXPECT_NE(gptq.err.find("quantization 'gptq' is not supported (supported: awq, gguf)"),
+            std::string::npos)
+      << gptq.err;
+  RunResult mismatch = RunXinfer("generate" + plain + " --quantization awq");
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_NE(mismatch.err.find("--quantization awq was given but the model"), std::string::npos)
+      << mismatch.err;
+  EXPECT_NE(mismatch.err.find("is not quantized"), std::string::npos) << mismatch.err;
+  RunResult gguf = RunXinfer("generate" + awq + " --quantization gguf");
+  EXPECT_EQ(gguf.exit_code, 1);
+  EXPECT_NE(gguf.err.find("is quantized with awq"), std::string::npos) << gguf.err;
+
+  // What vLLM users pass: the same tokens as without the flags (F32 weights: bfloat16 changes
+  // nothing for them, and -q awq names what the model holds).
+  RunResult base = RunXinfer("generate" + awq + " --json");
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  RunResult flagged = RunXinfer("generate" + awq + " --json --quantization awq --dtype float32");
+  ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
+  EXPECT_EQ(json::parse(flagged.out)["token_ids"], json::parse(base.out)["token_ids"]);
+  RunResult bf16 = RunXinfer("generate" + plain + " --json --dtype bfloat16");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+}
+
 }  // namespace
 }  // namespace xinfer

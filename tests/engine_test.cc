@@ -50,6 +50,7 @@ SamplingParams Greedy(int max_tokens) {
 struct InvarianceCase {
   std::string model;
   int max_tokens;
+  std::string dtype = "auto";  // bfloat16: the vdpbf16ps kernels must be batch-invariant too
 };
 
 void PrintTo(const InvarianceCase& c, std::ostream* os) { *os << c.model; }
@@ -63,6 +64,7 @@ TEST_P(BatchInvarianceTest, BatchedEqualsAlone) {
   XI_REQUIRE_SHARED("models/" + tc.model);
   EngineConfig base = BaseConfig(tc.model);
   base.max_model_len = 512;
+  base.dtype = tc.dtype;
   auto alone_engine = MakeEngine(base);
   ASSERT_NE(alone_engine, nullptr);
   const int vocab = alone_engine->model_config().vocab_size;
@@ -90,7 +92,8 @@ TEST_P(BatchInvarianceTest, BatchedEqualsAlone) {
       auto engine = MakeEngine(c);
       ASSERT_NE(engine, nullptr);
       for (size_t i = 0; i < prompts.size(); ++i)
-        ASSERT_TRUE(engine->AddRequest(std::to_string(i), {prompts[i], Greedy(tc.max_tokens)}).ok());
+        ASSERT_TRUE(
+            engine->AddRequest(std::to_string(i), {prompts[i], Greedy(tc.max_tokens)}).ok());
       auto done = RunToCompletion(*engine);
       for (size_t i = 0; i < prompts.size(); ++i)
         EXPECT_EQ(done[std::to_string(i) + "/0"].token_ids, alone[i]) << "prompt " << i;
@@ -104,10 +107,13 @@ TEST_P(BatchInvarianceTest, BatchedEqualsAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Models, BatchInvarianceTest,
                          ::testing::Values(InvarianceCase{"tiny-qwen3", 6},
+                                           InvarianceCase{"tiny-qwen3", 6, "bfloat16"},
                                            InvarianceCase{"tinystories-656k", 16}),
                          [](const auto& info) {
-                           return info.param.model == "tiny-qwen3" ? std::string("TinyQwen3")
-                                                                   : std::string("TinyStories");
+                           const std::string name = info.param.model == "tiny-qwen3"
+                                                        ? std::string("TinyQwen3")
+                                                        : std::string("TinyStories");
+                           return info.param.dtype == "bfloat16" ? name + "Bf16" : name;
                          });
 
 // Acceptance: a second request sharing a 1,024-token prefix computes only its uncached tokens

@@ -2,6 +2,9 @@
 // files made by an independent float64 implementation (../shared/golden/logits/<model>/).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
+#include "backend/cpu/cpu_kernels.h"
 #include "golden_util.h"
 #include "model/causal_lm.h"
 #include "test_util.h"
@@ -27,6 +30,32 @@ TEST_P(GoldenLogitsTest, LastLogitsAndGreedyMatchReference) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   testing::ExpectMatchesGolden(**model, *backend,
                                testing::SharedDir() + "/golden/logits/" + c.golden);
+}
+
+// `--dtype bfloat16` (activations rounded to BF16 before BF16 weights): within the looser BF16
+// tolerance of the reference, and measurably not the F32 path (which would mean the option was
+// ignored) on CPUs that have vdpbf16ps.
+TEST_P(GoldenLogitsTest, Bf16ActivationsStayWithinBf16Tolerance) {
+  const Case c = GetParam();
+  XI_REQUIRE_SHARED("models/" + c.model);
+  XI_REQUIRE_SHARED("golden/logits/" + c.golden + "/golden.json");
+  const std::string golden = testing::SharedDir() + "/golden/logits/" + c.golden;
+  auto backend = CreateCpuBackend({.bf16_activations = true});
+  auto model = LoadCausalLM(testing::SharedDir() + "/models/" + c.model, *backend);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const double bf16_diff = testing::ExpectMatchesGolden(**model, *backend, golden,
+                                                        testing::kBf16ActivationLogitTolerance,
+                                                        testing::kBf16ActivationGapThreshold);
+  auto f32_backend = CreateCpuBackend();
+  auto f32_model = LoadCausalLM(testing::SharedDir() + "/models/" + c.model, *f32_backend);
+  ASSERT_TRUE(f32_model.ok()) << f32_model.status().ToString();
+  const double f32_diff = testing::ExpectMatchesGolden(**f32_model, *f32_backend, golden);
+  const bool bf16_weights = (*model)->config().torch_dtype == "bfloat16";
+  if (bf16_weights && cpu::DetectCpuFeatures().avx512_bf16) {
+    EXPECT_NE(bf16_diff, f32_diff) << "bf16_activations had no effect";
+  }
+  std::printf("%s: max |logit - reference| F32 activations %.4f, BF16 activations %.4f\n",
+              c.model.c_str(), f32_diff, bf16_diff);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenLogitsTest,

@@ -30,6 +30,7 @@ struct BenchOptions {
   int batch = 1;
   int threads = 0;
   int runs = 3;
+  std::string dtype = "auto";
   bool json = false;
 };
 
@@ -88,9 +89,11 @@ int Run(const BenchOptions& o) {
         "--input-len >= 1, --output-len >= 2, --batch >= 1 and --runs >= 1 are required"));
   auto cost = ComputeModelCost(o.model);
   if (!cost.ok()) return ReportError(cost.status());
+  const bool bf16 = Bf16ComputeFor(*cost, o.dtype == "bfloat16");
   EngineConfig cfg;
   cfg.model = o.model;
   cfg.threads = o.threads;
+  cfg.dtype = o.dtype;
   cfg.max_num_seqs = o.batch;
   cfg.max_model_len = o.input_len + o.output_len;
   cfg.max_num_batched_tokens = std::max(o.batch * o.input_len, o.input_len + o.output_len);
@@ -116,10 +119,10 @@ int Run(const BenchOptions& o) {
   }
   const double prefill_med = Median(prefill), decode_med = Median(decode);
   // Average context attended: prompt/2 during prefill, prompt + output/2 during decode.
-  const Roofline prefill_roof = ComputeRoofline(*cost, limits, o.input_len / 2.0);
+  const Roofline prefill_roof = ComputeRoofline(*cost, limits, o.input_len / 2.0, bf16);
   const double decode_ctx = o.input_len + o.output_len / 2.0;
-  const Roofline decode_roof = ComputeRoofline(*cost, limits, decode_ctx);
-  const double batched_roof = BatchedDecodeRoofline(*cost, limits, o.batch, decode_ctx);
+  const Roofline decode_roof = ComputeRoofline(*cost, limits, decode_ctx, bf16);
+  const double batched_roof = BatchedDecodeRoofline(*cost, limits, o.batch, decode_ctx, bf16);
   const double decode_frac = decode_med / batched_roof;
   const double prefill_frac = prefill_med / prefill_roof.prefill_tok_s;
   if (o.json) {
@@ -137,6 +140,7 @@ int Run(const BenchOptions& o) {
         {"prefill_tok_s_runs", prefill},
         {"decode_tok_s_runs", decode},
         {"isa", cpu::KernelIsaName()},
+        {"dtype", o.dtype},
         {"peak", prefill_roof.peak_name},
         {"read_gb_s", limits.read_gb_s},
         {"peak_f32_gflop_s", limits.f32_gflop_s},
@@ -179,6 +183,8 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
   cmd->add_option("--batch", opts->batch, "Sequences run together")->capture_default_str();
   cmd->add_option("--threads", opts->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--runs", opts->runs, "Timed runs (the median is reported)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype, "As serve's --dtype: auto, bfloat16 or float32")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");
   cmd->callback([opts, exit_code] { *exit_code = Run(*opts); });

@@ -13,6 +13,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/perf_model.h"
+#include "engine/engine_config.h"
 
 namespace xinfer {
 namespace {
@@ -21,6 +22,7 @@ struct DoctorOptions {
   bool measure = false;
   std::string model;
   int threads = 0;
+  std::string dtype = "auto";
   bool json = false;
 };
 
@@ -37,9 +39,9 @@ int Run(const DoctorOptions& o) {
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
   const double mem_gib =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / (1 << 30);
-  const char* bf16_path = cpu::SelectedBf16Path() == cpu::Bf16Path::kBf16Dot    ? "bf16-dot"
-                          : cpu::SelectedBf16Path() == cpu::Bf16Path::kWidenF32 ? "widen-f32"
-                                                                                : "reference";
+  if (Status s = ValidateDtype(o.dtype); !s.ok()) return ReportError(s);
+  const bool bf16_activations = o.dtype == "bfloat16";
+  const char* bf16_path = cpu::Bf16PathName(cpu::SelectBf16Path(f, bf16_activations));
   nlohmann::json j = {{"cpu", CpuModelName()},
                       {"cores", std::thread::hardware_concurrency()},
                       {"threads", omp_get_max_threads()},
@@ -65,12 +67,13 @@ int Run(const DoctorOptions& o) {
                   {"decode_read_bytes", cost->decode_read_bytes},
                   {"gflop_per_token", (cost->linear_flops + cost->lm_head_flops) / 1e9}};
     if (o.measure) {
-      const Roofline r = ComputeRoofline(*cost, limits, 0);
+      const bool bf16 = Bf16ComputeFor(*cost, bf16_activations);
+      const Roofline r = ComputeRoofline(*cost, limits, 0, bf16);
       j["roofline"] = {{"decode_tok_s_per_seq", r.decode_tok_s_per_seq},
                        {"prefill_tok_s", r.prefill_tok_s},
                        {"peak", r.peak_name},
-                       {"decode_16_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 16, 0)},
-                       {"decode_64_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 64, 0)}};
+                       {"decode_16_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 16, 0, bf16)},
+                       {"decode_64_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 64, 0, bf16)}};
     }
   }
   if (o.json) {
@@ -116,6 +119,8 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
                 "Measure memory bandwidth and the FP32/BF16 compute peaks (a few seconds)");
   cmd->add_option("--model", opts->model, "Print this model's per-token cost and rooflines");
   cmd->add_option("--threads", opts->threads, "CPU threads (0: all cores)");
+  cmd->add_option("--dtype", opts->dtype,
+                  "The serve --dtype to show the Linear path and rooflines for (default auto)");
   cmd->add_flag("--json", opts->json, "Print as JSON");
   cmd->callback([opts, exit_code] { *exit_code = Run(*opts); });
 }

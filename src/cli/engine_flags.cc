@@ -20,6 +20,11 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                 "Reuse KV blocks of shared prefixes (default on)");
   cmd->add_option("--scheduling-policy", c->scheduling_policy, "fcfs (default) or priority");
   cmd->add_option("--threads", c->threads, "CPU worker threads (default: all cores)");
+  cmd->add_option("--dtype", c->dtype,
+                  "auto (default; = float32 on CPU), bfloat16 (BF16 activations on BF16 weights: "
+                  "faster, logits within ~3e-2) or float32");
+  cmd->add_option("-q,--quantization", c->quantization,
+                  "awq or gguf; must match the model (default: taken from the model)");
 }
 
 }  // namespace xinfer

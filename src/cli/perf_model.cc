@@ -17,15 +17,14 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-double PeakFor(const MachineLimits& m, const char** name) {
-  if (cpu::SelectedBf16Path() == cpu::Bf16Path::kBf16Dot && m.bf16_gflop_s > 0) {
+double PeakFor(const MachineLimits& m, bool bf16_compute, const char** name) {
+  if (bf16_compute && m.bf16_gflop_s > 0) {
     *name = "bf16-dot";
     return m.bf16_gflop_s;
   }
   *name = "f32-fma";
   return m.f32_gflop_s;
 }
-
 
 // A GGUF file: projections are the 2-D blk.* weights; token_embd doubles as the lm_head when
 // there is no output.weight.
@@ -118,9 +117,10 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path) {
   return cost;
 }
 
-Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& m, double context) {
+Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& m, double context,
+                         bool bf16_compute) {
   Roofline r;
-  r.peak_gflop_s = PeakFor(m, &r.peak_name);
+  r.peak_gflop_s = PeakFor(m, bf16_compute, &r.peak_name);
   const double bytes = cost.decode_read_bytes + context * cost.kv_bytes_per_token;
   r.decode_tok_s_per_seq = m.read_gb_s * 1e9 / bytes;
   const double flops = cost.linear_flops + cost.attn_flops_per_ctx * context;
@@ -129,14 +129,19 @@ Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& m, double c
 }
 
 double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& m, int batch,
-                             double context) {
+                             double context, bool bf16_compute) {
   const char* name;
-  const double peak = PeakFor(m, &name);
+  const double peak = PeakFor(m, bf16_compute, &name);
   const double bytes = cost.decode_read_bytes + batch * context * cost.kv_bytes_per_token;
   const double memory_bound = batch * m.read_gb_s * 1e9 / bytes;
   const double flops = cost.linear_flops + cost.lm_head_flops + cost.attn_flops_per_ctx * context;
   const double compute_bound = peak * 1e9 / flops;
   return std::min(memory_bound, compute_bound);
+}
+
+bool Bf16ComputeFor(const ModelCost& cost, bool bf16_activations) {
+  return cost.dtype == "BF16" &&
+         cpu::SelectBf16Path(cpu::DetectCpuFeatures(), bf16_activations) == cpu::Bf16Path::kBf16Dot;
 }
 
 }  // namespace xinfer

@@ -29,11 +29,15 @@ struct Roofline {
   double peak_gflop_s = 0;          // the peak the kernels in use can reach
   const char* peak_name = "";
 };
-// Rooflines for this process's Linear path (F32 FMA unless XINFER_BF16_DOT=1 selects vdpbf16ps).
+// Rooflines for a Linear path: the F32 FMA peak, or the BF16 dot peak when `bf16_compute` (BF16
+// weights with `--dtype bfloat16` on a CPU with vdpbf16ps; see Bf16ComputeFor).
 // `context`: average context length attended during decode / prefill.
-Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& limits, double context);
+Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& limits, double context,
+                         bool bf16_compute);
 // Aggregate decode roofline for `batch` sequences: min(memory bound, compute bound).
 double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& limits, int batch,
-                             double context);
+                             double context, bool bf16_compute);
+// Whether a model of this cost runs its projections on the BF16 dot peak in this process.
+bool Bf16ComputeFor(const ModelCost& cost, bool bf16_activations);
 
 }  // namespace xinfer

@@ -4,6 +4,17 @@
 
 namespace xinfer {
 
+Status ValidateDtype(const std::string& dtype) {
+  if (dtype == "half" || dtype == "float16")
+    return InvalidArgument(
+        "dtype {} is not supported by the CPU backend (F16 weights are computed in float32); use "
+        "auto, bfloat16 or float32",
+        dtype);
+  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float32" && dtype != "float")
+    return InvalidArgument("dtype must be auto, bfloat16, float32 or float, got '{}'", dtype);
+  return Status::Ok();
+}
+
 Status EngineConfig::Validate() const {
   if (model.empty()) return InvalidArgument("model: a model folder is required");
   if (block_size < 1 || block_size > 1024)
@@ -26,6 +37,10 @@ Status EngineConfig::Validate() const {
     return InvalidArgument("scheduling_policy must be 'fcfs' or 'priority', got '{}'",
                            scheduling_policy);
   if (threads < 0) return InvalidArgument("threads must be >= 0, got {}", threads);
+  XI_RETURN_IF_ERROR(ValidateDtype(dtype));
+  if (!quantization.empty() && quantization != "awq" && quantization != "gguf")
+    return InvalidArgument("quantization '{}' is not supported (supported: awq, gguf)",
+                           quantization);
   return Status::Ok();
 }
 
@@ -34,10 +49,11 @@ std::string EngineConfig::ToString() const {
       "model={} block_size={} num_gpu_blocks_override={} kv_cache_memory={} "
       "gpu_memory_utilization={} cpu_memory_budget={} max_model_len={} max_num_seqs={} "
       "max_num_batched_tokens={} enable_chunked_prefill={} enable_prefix_caching={} "
-      "scheduling_policy={} threads={}",
+      "scheduling_policy={} threads={} dtype={} quantization={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
-      enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads);
+      enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, dtype,
+      quantization.empty() ? "auto" : quantization);
 }
 
 }  // namespace xinfer

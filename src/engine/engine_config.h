@@ -29,8 +29,21 @@ struct EngineConfig {
   std::string scheduling_policy = "fcfs";  // or "priority"
   int threads = 0;                         // CPU worker threads; 0: all cores
 
-  Status Validate() const;
+  // vLLM's --dtype: "auto" (= "float32" on CPU: weights used as stored, F32 activations, logits
+  // match an F32 reference to ~1e-5 of their magnitude), "float32"/"float", or "bfloat16" (BF16
+  // weights meet activations rounded to BF16, as vLLM and llama.cpp compute them: ~1.7x faster
+  // prefill and batched decode, logits within ~3e-2). Weights are never converted.
+  std::string dtype = "auto";
+  // vLLM's --quantization: empty (taken from the model), "awq" or "gguf"; it must match the model.
+  std::string quantization;
+
+  bool bf16_activations() const { return dtype == "bfloat16"; }
+
+  Status Validate() const;  // dtype through ValidateDtype
   std::string ToString() const;
 };
+
+// The --dtype values EngineConfig accepts (shared with `xinfer doctor --dtype`).
+Status ValidateDtype(const std::string& dtype);
 
 }  // namespace xinfer

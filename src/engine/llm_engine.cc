@@ -32,6 +32,15 @@ struct LLMEngine::Choice {
 
 namespace {
 
+// --quantization, when given, must name what the model holds (vLLM refuses a mismatch too).
+Status CheckQuantization(const EngineConfig& c, const ModelConfig& mc) {
+  if (c.quantization.empty()) return Status::Ok();
+  const std::string held = IsGgufModelPath(c.model) ? "gguf" : mc.quantization.method;
+  if (c.quantization == held) return Status::Ok();
+  return InvalidArgument("--quantization {} was given but the model {} is {}", c.quantization,
+                         c.model, held.empty() ? "not quantized" : "quantized with " + held);
+}
+
 int64_t PhysicalMemoryBytes() {
   return static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
 }
@@ -72,11 +81,13 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   auto engine = std::unique_ptr<LLMEngine>(new LLMEngine());
   EngineConfig& c = engine->config_;
   c = config;
-  engine->backend_ = CreateCpuBackend({.num_threads = c.threads});
+  engine->backend_ =
+      CreateCpuBackend({.num_threads = c.threads, .bf16_activations = c.bf16_activations()});
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
-                                                                    : Tokenizer::FromDir(c.model));
+                                                                   : Tokenizer::FromDir(c.model));
   XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_));
   const ModelConfig& mc = engine->model_->config();
+  XI_RETURN_IF_ERROR(CheckQuantization(c, mc));
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
 
   const int model_len = mc.max_position_embeddings > 0 ? mc.max_position_embeddings : 4096;

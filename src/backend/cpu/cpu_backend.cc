@@ -52,7 +52,7 @@ class HostBuffer : public Buffer {
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(const CpuBackendOptions& options) {
+  explicit CpuBackend(const CpuBackendOptions& options) : ops_(options.bf16_activations) {
     if (options.num_threads > 0) omp_set_num_threads(options.num_threads);
   }
   const char* name() const override { return "cpu"; }

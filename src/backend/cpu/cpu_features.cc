@@ -28,18 +28,24 @@ const CpuFeatures& DetectCpuFeatures() {
   return features;
 }
 
-Bf16Path SelectedBf16Path() {
-  static const Bf16Path path = [] {
-    const CpuFeatures& f = DetectCpuFeatures();
-    // Opt-in only: rounding activations to BF16 moves the shared tiny models' logits by up to
-    // 0.024, over the golden tests' 2e-2 tolerance (docs/performance.md).
-    const char* env = std::getenv("XINFER_BF16_DOT");
-    const bool want_dot = env != nullptr && std::strcmp(env, "1") == 0;
-    if (f.avx512_bf16 && want_dot) return Bf16Path::kBf16Dot;
-    if (f.avx512) return Bf16Path::kWidenF32;
-    return Bf16Path::kReference;
-  }();
-  return path;
+Bf16Path SelectBf16Path(const CpuFeatures& f, bool bf16_activations) {
+  // Opt-in only: rounding activations to BF16 moves the shared tiny models' logits by up to
+  // 0.024, over the golden tests' 2e-2 tolerance (docs/performance.md).
+  if (f.avx512_bf16 && bf16_activations) return Bf16Path::kBf16Dot;
+  if (f.avx512) return Bf16Path::kWidenF32;
+  return Bf16Path::kReference;
+}
+
+const char* Bf16PathName(Bf16Path path) {
+  switch (path) {
+    case Bf16Path::kBf16Dot:
+      return "bf16-dot";
+    case Bf16Path::kWidenF32:
+      return "widen-f32";
+    case Bf16Path::kReference:
+      break;
+  }
+  return "reference";
 }
 
 const char* KernelIsaName() {

@@ -24,13 +24,14 @@ struct CpuFeatures {
 const CpuFeatures& DetectCpuFeatures();
 
 // Which Linear path BF16 weights take. kWidenF32 (the default) widens the weights to F32 in
-// registers and keeps F32 activations. kBf16Dot (XINFER_BF16_DOT=1, on CPUs with AVX512-BF16)
+// registers and keeps F32 activations. kBf16Dot (`--dtype bfloat16`, on CPUs with AVX512-BF16)
 // rounds each activation row to BF16 (RNE) and uses vdpbf16ps: twice the FP32 FMA peak, as
-// llama.cpp does, but it moves logits past the golden tests' tolerance. Chosen once per process,
-// so every batch size uses the same arithmetic.
+// llama.cpp and vLLM's BF16 models do, but logits move by ~2e-2 on the shared tiny models. Fixed
+// for the life of an Ops object, so every batch size uses the same arithmetic.
 enum class Bf16Path { kReference, kWidenF32, kBf16Dot };
-Bf16Path SelectedBf16Path();
-const char* KernelIsaName();  // "avx512-bf16", "avx512", "avx2" or "portable"
+Bf16Path SelectBf16Path(const CpuFeatures& features, bool bf16_activations);
+const char* Bf16PathName(Bf16Path path);  // "bf16-dot", "widen-f32" or "reference"
+const char* KernelIsaName();              // "avx512-bf16", "avx512", "avx2" or "portable"
 
 // Linear over rows [t0, t1) of x and output columns [n0, n1): out[t, n] = x[t, :] . w[n, :] +
 // bias[n]. x is F32 [T, ldx]; for the BF16-dot path `xb` is x rounded to BF16 with rows padded

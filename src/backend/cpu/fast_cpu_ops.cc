@@ -24,8 +24,9 @@ std::pair<int64_t, int64_t> Split(int64_t units, int tid, int nt) {
 
 }  // namespace
 
-FastCpuOps::FastCpuOps()
-    : features_(cpu::DetectCpuFeatures()), bf16_path_(cpu::SelectedBf16Path()) {
+FastCpuOps::FastCpuOps(bool bf16_activations)
+    : features_(cpu::DetectCpuFeatures()),
+      bf16_path_(cpu::SelectBf16Path(features_, bf16_activations)) {
   if (features_.avx512) cpu::avx512::QuantKernelTablesInit();
 }
 

@@ -17,7 +17,9 @@ namespace xinfer {
 
 class FastCpuOps : public CpuOps {
  public:
-  FastCpuOps();
+  // bf16_activations: see CpuBackendOptions.
+  explicit FastCpuOps(bool bf16_activations = false);
+  cpu::Bf16Path bf16_path() const { return bf16_path_; }
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;

@@ -51,30 +51,39 @@ class FastCpuOpsTest : public ::testing::Test {
   std::mt19937 rng_{7};
 };
 
+// Both BF16 paths: F32 activations (default) and, with bf16_activations, activations rounded to
+// BF16 (the reference rounds them too; on CPUs without AVX512-BF16 that option has no effect).
 TEST_F(FastCpuOpsTest, LinearMatchesDoubleReferenceAllDtypesOddShapes) {
-  const bool bf16_dot = cpu::SelectedBf16Path() == cpu::Bf16Path::kBf16Dot;
-  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-    for (int64_t k : {1, 7, 16, 17, 31, 32, 33, 100, 129, 901}) {
-      for (auto [t, n] : {std::pair{1, 1}, std::pair{1, 13}, std::pair{3, 7}, std::pair{4, 6},
-                          std::pair{5, 37}, std::pair{9, 64}, std::pair{17, 131}}) {
-        Tensor x = Random(DType::kF32, {t, k});
-        Tensor w = Random(dt, {n, k});
-        Tensor b = Random(DType::kBF16, {n});
-        Tensor y = backend_->NewTensor(DType::kF32, {t, n});
-        fast_.Linear(x, w, &b, y);
-        for (int i = 0; i < t; ++i)
-          for (int j = 0; j < n; ++j) {
-            double ref = At(b, j), mag = std::fabs(ref);
-            for (int c = 0; c < k; ++c) {
-              double xv = At(x, i * k + c);
-              if (dt == DType::kBF16 && bf16_dot) xv = Bf16ToF32(F32ToBf16(static_cast<float>(xv)));
-              ref += xv * At(w, j * k + c);
-              mag += std::fabs(xv * At(w, j * k + c));
+  for (bool bf16_activations : {false, true}) {
+    FastCpuOps ops(bf16_activations);
+    const bool bf16_dot = ops.bf16_path() == cpu::Bf16Path::kBf16Dot;
+    if (bf16_activations && cpu::DetectCpuFeatures().avx512_bf16) {
+      ASSERT_TRUE(bf16_dot);
+    }
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+      for (int64_t k : {1, 7, 16, 17, 31, 32, 33, 100, 129, 901}) {
+        for (auto [t, n] : {std::pair{1, 1}, std::pair{1, 13}, std::pair{3, 7}, std::pair{4, 6},
+                            std::pair{5, 37}, std::pair{9, 64}, std::pair{17, 131}}) {
+          Tensor x = Random(DType::kF32, {t, k});
+          Tensor w = Random(dt, {n, k});
+          Tensor b = Random(DType::kBF16, {n});
+          Tensor y = backend_->NewTensor(DType::kF32, {t, n});
+          ops.Linear(x, w, &b, y);
+          for (int i = 0; i < t; ++i)
+            for (int j = 0; j < n; ++j) {
+              double ref = At(b, j), mag = std::fabs(ref);
+              for (int c = 0; c < k; ++c) {
+                double xv = At(x, i * k + c);
+                if (dt == DType::kBF16 && bf16_dot)
+                  xv = Bf16ToF32(F32ToBf16(static_cast<float>(xv)));
+                ref += xv * At(w, j * k + c);
+                mag += std::fabs(xv * At(w, j * k + c));
+              }
+              ASSERT_NEAR(y.data<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
+                  << DTypeName(dt) << " T=" << t << " K=" << k << " N=" << n << " at " << i << ","
+                  << j << " bf16_activations " << bf16_activations;
             }
-            ASSERT_NEAR(y.data<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
-                << DTypeName(dt) << " T=" << t << " K=" << k << " N=" << n << " at " << i << ","
-                << j;
-          }
+        }
       }
     }
   }
@@ -83,30 +92,33 @@ TEST_F(FastCpuOpsTest, LinearMatchesDoubleReferenceAllDtypesOddShapes) {
 // The batch-invariance property the engine relies on: Linear of a row is bitwise the same
 // whether it runs alone, in any slice of a batch, with any thread count.
 TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
-  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-    for (int64_t k : {64, 129, 896}) {
-      const int64_t t = 37, n = 203;
-      Tensor x = Random(DType::kF32, {t, k});
-      Tensor w = Random(dt, {n, k});
-      Tensor b = Random(DType::kF32, {n});
-      Tensor full = backend_->NewTensor(DType::kF32, {t, n});
-      fast_.Linear(x, w, &b, full);
-      const int saved = omp_get_max_threads();
-      for (int threads : {1, 2, 3}) {
-        omp_set_num_threads(threads);
-        for (int64_t chunk : {1, 2, 3, 4, 5, 16, 37}) {
-          for (int64_t r = 0; r < t; r += chunk) {
-            const int64_t e = std::min(t, r + chunk);
-            Tensor xs = Copy(x.Slice0(r, e));
-            Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-            fast_.Linear(xs, w, &b, ys);
-            ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-                << DTypeName(dt) << " K=" << k << " rows " << r << ".." << e << " threads "
-                << threads;
+  for (bool bf16_activations : {false, true}) {
+    FastCpuOps ops(bf16_activations);
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+      for (int64_t k : {64, 129, 896}) {
+        const int64_t t = 37, n = 203;
+        Tensor x = Random(DType::kF32, {t, k});
+        Tensor w = Random(dt, {n, k});
+        Tensor b = Random(DType::kF32, {n});
+        Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+        ops.Linear(x, w, &b, full);
+        const int saved = omp_get_max_threads();
+        for (int threads : {1, 2, 3}) {
+          omp_set_num_threads(threads);
+          for (int64_t chunk : {1, 2, 3, 4, 5, 16, 37}) {
+            for (int64_t r = 0; r < t; r += chunk) {
+              const int64_t e = std::min(t, r + chunk);
+              Tensor xs = Copy(x.Slice0(r, e));
+              Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+              ops.Linear(xs, w, &b, ys);
+              ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+                  << DTypeName(dt) << " K=" << k << " rows " << r << ".." << e << " threads "
+                  << threads << " bf16_activations " << bf16_activations;
+            }
           }
         }
+        omp_set_num_threads(saved);
       }
-      omp_set_num_threads(saved);
     }
   }
 }

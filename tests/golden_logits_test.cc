@@ -43,9 +43,9 @@ TEST_P(GoldenLogitsTest, Bf16ActivationsStayWithinBf16Tolerance) {
   auto backend = CreateCpuBackend({.bf16_activations = true});
   auto model = LoadCausalLM(testing::SharedDir() + "/models/" + c.model, *backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  const double bf16_diff = testing::ExpectMatchesGolden(**model, *backend, golden,
-                                                        testing::kBf16ActivationLogitTolerance,
-                                                        testing::kBf16ActivationGapThreshold);
+  const double bf16_diff = testing::ExpectMatchesGolden(
+      **model, *backend, golden, testing::kBf16ActivationLogitTolerance,
+      testing::kBf16ActivationGapThreshold, testing::kBf16ActivationRelativeTolerance);
   auto f32_backend = CreateCpuBackend();
   auto f32_model = LoadCausalLM(testing::SharedDir() + "/models/" + c.model, *f32_backend);
   ASSERT_TRUE(f32_model.ok()) << f32_model.status().ToString();

@@ -43,7 +43,8 @@ std::vector<float> LastLogits(CausalLM& model, Backend& backend, const std::vect
 }
 
 double ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string& golden_dir,
-                           double logit_tolerance, double gap_threshold) {
+                           double logit_tolerance, double gap_threshold,
+                           double relative_tolerance) {
   const int vocab = model.config().vocab_size;
   const std::vector<GoldenPrompt> prompts = ReadLogitsGolden(golden_dir);
   EXPECT_FALSE(prompts.empty());
@@ -60,7 +61,9 @@ double ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string&
     if (!appended.ok()) return worst;
     const double diff = MaxAbsDiff(logits, prompt.logits);
     worst = std::max(worst, diff);
-    EXPECT_LT(diff, logit_tolerance);
+    double largest = 0;
+    for (float v : prompt.logits) largest = std::max(largest, std::fabs(static_cast<double>(v)));
+    EXPECT_LT(diff, logit_tolerance + relative_tolerance * largest);
     for (size_t step = 0; step < greedy.size(); ++step) {
       const int32_t next = Argmax(logits);
       if (next != greedy[step]) {

@@ -18,10 +18,12 @@ namespace xinfer::testing {
 // much, so greedy tokens are compared only while the reference's top-2 gap is larger.
 inline constexpr double kGoldenLogitTolerance = 2e-2;
 inline constexpr double kGoldenGapThreshold = 0.05;
-// With `--dtype bfloat16` every projection input is rounded to BF16 (2^-9 relative): measured
-// 0.022-0.025 on the tiny models, so twice the F32 bound.
-inline constexpr double kBf16ActivationLogitTolerance = 4e-2;
-inline constexpr double kBf16ActivationGapThreshold = 0.1;
+// With `--dtype bfloat16` every projection input is rounded to BF16 (2^-9 relative), so the error
+// grows with the logits: allowed 2e-2 + 2^-8 x the largest |reference logit| (measured: 0.022-0.025
+// on the random tiny models with logits up to 3.7, 0.071 on the trained AWQ TinyStories, up to 19).
+inline constexpr double kBf16ActivationLogitTolerance = 2e-2;
+inline constexpr double kBf16ActivationRelativeTolerance = 1.0 / 256;
+inline constexpr double kBf16ActivationGapThreshold = 0.15;
 
 nlohmann::json ReadJson(const std::string& path);
 
@@ -46,9 +48,11 @@ std::vector<float> LastLogits(CausalLM& model, Backend& backend, const std::vect
 // of the reference, and greedy tokens equal to the reference's while its top-2 gap is above
 // kGoldenGapThreshold (after the first allowed divergence the continuations are no longer
 // comparable).
-// Returns the largest logit difference seen.
+// The allowed logit difference is logit_tolerance + relative_tolerance x the prompt's largest
+// |reference logit|. Returns the largest logit difference seen.
 double ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string& golden_dir,
                            double logit_tolerance = kGoldenLogitTolerance,
-                           double gap_threshold = kGoldenGapThreshold);
+                           double gap_threshold = kGoldenGapThreshold,
+                           double relative_tolerance = 0);
 
 }  // namespace xinfer::testing

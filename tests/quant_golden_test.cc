@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -42,6 +43,21 @@ TEST(AwqGoldenTest, TinyStoriesAwqMatchesDequantizedReference) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   ExpectMatchesGolden(**model, *backend,
                       testing::SharedDir() + "/golden/logits/tinystories-656k-awq");
+}
+
+// `--dtype bfloat16`: the vdpbf16ps AWQ kernels take x as BF16 only (no lo half) on CPUs that have
+// it; the logits stay within the BF16-activation tolerance.
+TEST(AwqGoldenTest, TinyStoriesAwqWithBf16ActivationsStaysWithinBf16Tolerance) {
+  XI_REQUIRE_SHARED("models/tinystories-656k-awq");
+  XI_REQUIRE_SHARED("golden/logits/tinystories-656k-awq/golden.json");
+  auto backend = CreateCpuBackend({.bf16_activations = true});
+  auto model = LoadCausalLM(testing::SharedDir() + "/models/tinystories-656k-awq", *backend);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const double diff = ExpectMatchesGolden(
+      **model, *backend, testing::SharedDir() + "/golden/logits/tinystories-656k-awq",
+      testing::kBf16ActivationLogitTolerance, testing::kBf16ActivationGapThreshold,
+      testing::kBf16ActivationRelativeTolerance);
+  std::printf("tinystories-656k-awq, BF16 activations: max |logit - reference| %.4f\n", diff);
 }
 
 TEST(AwqGoldenTest, ReportsQuantizedBytes) {

@@ -90,7 +90,8 @@ class Backend {
 struct CpuBackendOptions {
   int num_threads = 0;  // 0: all cores
   // BF16 weights meet activations rounded to BF16 (vdpbf16ps, ~1.7x the compute-bound speed on
-  // Zen 4) instead of F32 ones; `--dtype bfloat16`. Other weight dtypes are unaffected.
+  // Zen 4) instead of F32 ones, and so do AWQ g128 / Q4_0 weights on the vdpbf16ps 4-bit kernels
+  // (which otherwise split x into BF16 hi + lo); `--dtype bfloat16`. F32/F16/Q8_0 are unaffected.
   bool bf16_activations = false;
 };
 std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});

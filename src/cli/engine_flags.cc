@@ -22,7 +22,7 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--threads", c->threads, "CPU worker threads (default: all cores)");
   cmd->add_option("--dtype", c->dtype,
                   "auto (default; = float32 on CPU), bfloat16 (BF16 activations on BF16 weights: "
-                  "faster, logits within ~3e-2) or float32");
+                  "faster, logits move by ~0.5 %) or float32");
   cmd->add_option("-q,--quantization", c->quantization,
                   "awq or gguf; must match the model (default: taken from the model)");
 }

@@ -140,7 +140,9 @@ double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& m, int 
 }
 
 bool Bf16ComputeFor(const ModelCost& cost, bool bf16_activations) {
-  return cost.dtype == "BF16" &&
+  // The 4-bit vdpbf16ps kernels also run at the BF16 peak once x is not split in two halves.
+  const bool dot_weights = cost.dtype == "BF16" || cost.dtype == "AWQ4" || cost.dtype == "Q4_0";
+  return dot_weights &&
          cpu::SelectBf16Path(cpu::DetectCpuFeatures(), bf16_activations) == cpu::Bf16Path::kBf16Dot;
 }
 

@@ -63,9 +63,10 @@ struct QuantLinearTask {
   const float* xsum = nullptr;
   int64_t ldxsum = 0;
   // For QuantLinearNibbleBf16 only: x split into BF16 hi + lo values (NibbleBf16PrepareX), [T,
-  // ldxs].
+  // ldxs]; with hi_only (BF16 activations, `--dtype bfloat16`) the lo halves are zero and skipped.
   const uint16_t* xs = nullptr;
   int64_t ldxs = 0;
+  bool hi_only = false;
   const QuantTensor* w = nullptr;
   const float* bias = nullptr;
   float* out = nullptr;
@@ -141,9 +142,9 @@ void QuantBlockSums(const float* x, int64_t rows, int64_t ldx, int64_t k, int64_
 // x as two BF16 halves (hi + lo, 2^-17 of |x|), 2 integer ops per 32 weights.
 bool NibbleBf16Supports(const QuantTensor& w, const CpuFeatures& features);
 // Splits rows of x [rows, k] into the kernel's layout for weights of `type`: xs [rows, ldxs >= 2k]
-// BF16 values and xsum [rows, ldxsum >= k / 8] lane sums.
+// BF16 values and xsum [rows, ldxsum >= k / 8] lane sums. hi_only: x rounded to BF16, lo = 0.
 void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k,
-                        uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum);
+                        uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum, bool hi_only);
 void QuantLinearNibbleBf16(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
 void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);

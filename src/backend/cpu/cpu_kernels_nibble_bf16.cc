@@ -133,7 +133,8 @@ struct NibbleGroupFormat<QuantType::kQ4_0> {
   }
 };
 
-template <QuantType QT, int MR, int NR>
+// kHiOnly (BF16 activations): the lo halves are zero, so their vdpbf16ps are skipped.
+template <QuantType QT, bool kHiOnly, int MR, int NR>
 void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r0, int64_t n) {
   using F = NibbleGroupFormat<QT>;
   typename F::Row rows[NR];
@@ -152,7 +153,8 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r
       // One row of x: its 8 vectors stay in registers; NR independent chains.
       __m512bh xv[8];
 #pragma GCC unroll 8
-      for (int v = 0; v < 8; ++v) xv[v] = AsBh(_mm512_loadu_si512(x + g * kGroupXElems + v * 32));
+      for (int v = 0; v < (kHiOnly ? 4 : 8); ++v)
+        xv[v] = AsBh(_mm512_loadu_si512(x + g * kGroupXElems + v * 32));
       const __m512 xsb = _mm512_loadu_ps(xs + g * 16);
       // Two chains per weight row (nibbles 0-1 and 2-3) halve the vdpbf16ps latency chain.
       __m512 ta[NR], tb[NR];
@@ -168,9 +170,9 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r
 #pragma GCC unroll 2
         for (int nb = 0; nb < 2; ++nb) {
           ta[j] = _mm512_dpbf16_ps(ta[j], xv[nb], m[nb]);
-          ta[j] = _mm512_dpbf16_ps(ta[j], xv[4 + nb], m[nb]);
+          if constexpr (!kHiOnly) ta[j] = _mm512_dpbf16_ps(ta[j], xv[4 + nb], m[nb]);
           tb[j] = _mm512_dpbf16_ps(tb[j], xv[2 + nb], m[2 + nb]);
-          tb[j] = _mm512_dpbf16_ps(tb[j], xv[6 + nb], m[2 + nb]);
+          if constexpr (!kHiOnly) tb[j] = _mm512_dpbf16_ps(tb[j], xv[6 + nb], m[2 + nb]);
         }
       }
 #pragma GCC unroll 8
@@ -192,9 +194,11 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r
 #pragma GCC unroll 2
         for (int nb = 0; nb < 2; ++nb) {
           ta = _mm512_dpbf16_ps(ta, AsBh(_mm512_loadu_si512(xg + nb * 32)), m[nb]);
-          ta = _mm512_dpbf16_ps(ta, AsBh(_mm512_loadu_si512(xg + (4 + nb) * 32)), m[nb]);
+          if constexpr (!kHiOnly)
+            ta = _mm512_dpbf16_ps(ta, AsBh(_mm512_loadu_si512(xg + (4 + nb) * 32)), m[nb]);
           tb = _mm512_dpbf16_ps(tb, AsBh(_mm512_loadu_si512(xg + (2 + nb) * 32)), m[2 + nb]);
-          tb = _mm512_dpbf16_ps(tb, AsBh(_mm512_loadu_si512(xg + (6 + nb) * 32)), m[2 + nb]);
+          if constexpr (!kHiOnly)
+            tb = _mm512_dpbf16_ps(tb, AsBh(_mm512_loadu_si512(xg + (6 + nb) * 32)), m[2 + nb]);
         }
         const __m512 tmp = _mm512_add_ps(ta, tb);
         acc[i][j] = _mm512_fmadd_ps(s16, tmp, acc[i][j]);
@@ -207,11 +211,12 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r
 constexpr int kMr = 4;
 constexpr int kNr = 4;
 using TileFn = void (*)(const QuantLinearTask&, const PreparedNibble&, int64_t, int64_t);
-template <QuantType QT, int MR>
-constexpr TileFn kRow[kNr] = {TileNibbleBf16<QT, MR, 1>, TileNibbleBf16<QT, MR, 2>,
-                              TileNibbleBf16<QT, MR, 3>, TileNibbleBf16<QT, MR, 4>};
-template <QuantType QT>
-constexpr const TileFn* kTiles[kMr] = {kRow<QT, 1>, kRow<QT, 2>, kRow<QT, 3>, kRow<QT, 4>};
+template <QuantType QT, bool H, int MR>
+constexpr TileFn kRow[kNr] = {TileNibbleBf16<QT, H, MR, 1>, TileNibbleBf16<QT, H, MR, 2>,
+                              TileNibbleBf16<QT, H, MR, 3>, TileNibbleBf16<QT, H, MR, 4>};
+template <QuantType QT, bool H>
+constexpr const TileFn* kTiles[kMr] = {kRow<QT, H, 1>, kRow<QT, H, 2>, kRow<QT, H, 3>,
+                                       kRow<QT, H, 4>};
 
 // Element of the group that nibble n of word w holds (see the top of the file).
 int ElementOf(QuantType type, int n, int w) {
@@ -219,7 +224,7 @@ int ElementOf(QuantType type, int n, int w) {
   return 32 * (w / 8) + 2 * (w % 8) + n / 2 + 16 * (n % 2);
 }
 
-template <QuantType QT>
+template <QuantType QT, bool kHiOnly>
 void QuantLinearNibbleBf16Impl(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
                                int64_t n1) {
   const QuantTensor& w = *t.w;
@@ -232,7 +237,7 @@ void QuantLinearNibbleBf16Impl(const QuantLinearTask& t, int64_t t0, int64_t t1,
   int64_t nb = (256 << 10) / p.row_bytes / kNr * kNr;
   if (nb < kNr) nb = kNr;
   ForEachTile<kMr, kNr>(t0, t1, n0, n1, nb, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
-    kTiles<QT>[mr - 1][nr - 1](t, p, r, n);
+    kTiles<QT, kHiOnly>[mr - 1][nr - 1](t, p, r, n);
   });
 }
 
@@ -245,7 +250,7 @@ bool NibbleBf16Supports(const QuantTensor& w, const CpuFeatures& f) {
 }
 
 void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k,
-                        uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum) {
+                        uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum, bool hi_only) {
   // Word index (into the concatenation of two 32-word vectors) of element E(n, w), w = 0..15;
   // words 16..31 take E(n, w) - 64 from the group's last 64 elements.
   __m512i idx[4];
@@ -270,7 +275,9 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
         const __m512 rb =
             _mm512_sub_ps(b, _mm512_castsi512_ps(_mm512_slli_epi32(
                                  _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(hb)), 16)));
-        const __m256bh la = _mm512_cvtneps_pbh(ra), lb = _mm512_cvtneps_pbh(rb);
+        // BF16 activations: lo = 0 (the tiles skip it; xsum then sums hi only).
+        const __m256bh la = _mm512_cvtneps_pbh(hi_only ? _mm512_setzero_ps() : ra);
+        const __m256bh lb = _mm512_cvtneps_pbh(hi_only ? _mm512_setzero_ps() : rb);
         hi[v] = _mm512_inserti64x4(_mm512_castsi256_si512(reinterpret_cast<const __m256i&>(ha)),
                                    reinterpret_cast<const __m256i&>(hb), 1);
         lo[v] = _mm512_inserti64x4(_mm512_castsi256_si512(reinterpret_cast<const __m256i&>(la)),
@@ -297,9 +304,12 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
 
 void QuantLinearNibbleBf16(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1) {
-  if (t.w->type == QuantType::kAwq4)
-    return QuantLinearNibbleBf16Impl<QuantType::kAwq4>(t, t0, t1, n0, n1);
-  return QuantLinearNibbleBf16Impl<QuantType::kQ4_0>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kAwq4) {
+    if (t.hi_only) return QuantLinearNibbleBf16Impl<QuantType::kAwq4, true>(t, t0, t1, n0, n1);
+    return QuantLinearNibbleBf16Impl<QuantType::kAwq4, false>(t, t0, t1, n0, n1);
+  }
+  if (t.hi_only) return QuantLinearNibbleBf16Impl<QuantType::kQ4_0, true>(t, t0, t1, n0, n1);
+  return QuantLinearNibbleBf16Impl<QuantType::kQ4_0, false>(t, t0, t1, n0, n1);
 }
 
 }  // namespace xinfer::cpu::avx512

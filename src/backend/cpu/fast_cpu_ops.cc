@@ -139,8 +139,10 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     XI_CHECK(bias->numel() == n);
     task.bias = ToF32(*bias, bias_);
   }
-  // AWQ g128 and Q4_0 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves.
+  // AWQ g128 and Q4_0 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves, or with
+  // BF16 activations (the hi halves only) under --dtype bfloat16.
   if (cpu::avx512::NibbleBf16Supports(w, features_)) {
+    task.hi_only = bf16_path_ == cpu::Bf16Path::kBf16Dot;
     task.ldxs = 2 * k;
     task.ldxsum = k / 8;
     if (xb_.size() < static_cast<size_t>(t_rows * task.ldxs)) xb_.resize(t_rows * task.ldxs);
@@ -155,7 +157,7 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
       const auto [r0, r1] = Split(t_rows, tid, nt);
       cpu::avx512::NibbleBf16PrepareX(w.type, x.data<float>() + r0 * k, r1 - r0, k, k,
                                       xb_.data() + r0 * task.ldxs, task.ldxs,
-                                      xsum_.data() + r0 * task.ldxsum, task.ldxsum);
+                                      xsum_.data() + r0 * task.ldxsum, task.ldxsum, task.hi_only);
 #pragma omp barrier
       auto [u0, u1] = Split((n + 15) / 16, tid, nt);
       const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);

@@ -126,50 +126,62 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
 // Quantized Linear (Q8_0, Q4_0, AWQ4 with several group sizes): close to the plain reference
 // (QuantLinearRef) for odd row counts and both kernel paths (direct for <= 3 rows of x, dequantized
 // panel above), and bitwise the same for a row whatever the batch around it and the thread count.
+// With bf16_activations the vdpbf16ps 4-bit kernels (AVX512-BF16 CPUs) take x rounded to BF16,
+// and so does the reference they are compared with.
 TEST_F(FastCpuOpsTest, QuantLinearMatchesReferenceAndIsBitwiseBatchInvariant) {
   if (!cpu::DetectCpuFeatures().avx512) GTEST_SKIP() << "no AVX-512: FastCpuOps uses the reference";
   struct Case {
     QuantType type;
     int64_t group;
   };
-  for (Case c : {Case{QuantType::kQ8_0, 0}, Case{QuantType::kQ4_0, 0}, Case{QuantType::kAwq4, 32},
-                 Case{QuantType::kAwq4, 64}, Case{QuantType::kAwq4, 128}}) {
-    for (int64_t k : {128, 384, 896}) {
-      if (c.group > 0 && k % c.group != 0) continue;
-      const int64_t t = 19, n = 77;
-      std::vector<float> wd;
-      QuantTensor w = MakeQuant(*backend_, c.type, n, k, static_cast<uint32_t>(k + c.group), &wd,
-                                c.group > 0 ? c.group : 32);
-      ASSERT_TRUE(cpu::avx512::QuantKernelSupports(w));
-      Tensor x = Random(DType::kF32, {t, k});
-      Tensor b = Random(DType::kF32, {n});
-      Tensor full = backend_->NewTensor(DType::kF32, {t, n});
-      fast_.QuantLinear(x, w, &b, full);
-      Tensor ref = backend_->NewTensor(DType::kF32, {t, n});
-      cpu::QuantLinearRef(x, w, &b, ref);
-      for (int64_t i = 0; i < t * n; ++i) {
-        double mag = std::fabs(At(b, i % n));
-        for (int64_t j = 0; j < k; ++j)
-          mag += std::fabs(x.data<float>()[i / n * k + j] * wd[i % n * k + j]);
-        ASSERT_NEAR(full.data<float>()[i], ref.data<float>()[i], 1e-5 * mag)
-            << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " at " << i;
-      }
-      const int saved = omp_get_max_threads();
-      for (int threads : {1, 2, 3}) {
-        omp_set_num_threads(threads);
-        for (int64_t chunk : {1, 2, 3, 4, 7, 19}) {
-          for (int64_t r = 0; r < t; r += chunk) {
-            const int64_t e = std::min(t, r + chunk);
-            Tensor xs = Copy(x.Slice0(r, e));
-            Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-            fast_.QuantLinear(xs, w, &b, ys);
-            ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-                << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " rows " << r << ".."
-                << e << " threads " << threads;
+  for (bool bf16_activations : {false, true}) {
+    FastCpuOps ops(bf16_activations);
+    for (Case c : {Case{QuantType::kQ8_0, 0}, Case{QuantType::kQ4_0, 0}, Case{QuantType::kAwq4, 32},
+                   Case{QuantType::kAwq4, 64}, Case{QuantType::kAwq4, 128}}) {
+      for (int64_t k : {128, 384, 896}) {
+        if (c.group > 0 && k % c.group != 0) continue;
+        const int64_t t = 19, n = 77;
+        std::vector<float> wd;
+        QuantTensor w = MakeQuant(*backend_, c.type, n, k, static_cast<uint32_t>(k + c.group), &wd,
+                                  c.group > 0 ? c.group : 32);
+        ASSERT_TRUE(cpu::avx512::QuantKernelSupports(w));
+        Tensor x = Random(DType::kF32, {t, k});
+        Tensor b = Random(DType::kF32, {n});
+        Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+        ops.QuantLinear(x, w, &b, full);
+        const bool rounds_x = ops.bf16_path() == cpu::Bf16Path::kBf16Dot &&
+                              cpu::avx512::NibbleBf16Supports(w, cpu::DetectCpuFeatures());
+        Tensor xr = Copy(x);
+        if (rounds_x)
+          for (int64_t i = 0; i < xr.numel(); ++i)
+            xr.data<float>()[i] = Bf16ToF32(F32ToBf16(xr.data<float>()[i]));
+        Tensor ref = backend_->NewTensor(DType::kF32, {t, n});
+        cpu::QuantLinearRef(xr, w, &b, ref);
+        for (int64_t i = 0; i < t * n; ++i) {
+          double mag = std::fabs(At(b, i % n));
+          for (int64_t j = 0; j < k; ++j)
+            mag += std::fabs(x.data<float>()[i / n * k + j] * wd[i % n * k + j]);
+          ASSERT_NEAR(full.data<float>()[i], ref.data<float>()[i], 1e-5 * mag)
+              << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " at " << i
+              << " bf16_activations " << bf16_activations;
+        }
+        const int saved = omp_get_max_threads();
+        for (int threads : {1, 2, 3}) {
+          omp_set_num_threads(threads);
+          for (int64_t chunk : {1, 2, 3, 4, 7, 19}) {
+            for (int64_t r = 0; r < t; r += chunk) {
+              const int64_t e = std::min(t, r + chunk);
+              Tensor xs = Copy(x.Slice0(r, e));
+              Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+              ops.QuantLinear(xs, w, &b, ys);
+              ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+                  << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " rows " << r << ".."
+                  << e << " threads " << threads << " bf16_activations " << bf16_activations;
+            }
           }
         }
+        omp_set_num_threads(saved);
       }
-      omp_set_num_threads(saved);
     }
   }
 }

@@ -5,7 +5,8 @@
 //
 // Batch invariance: every output element is reduced by the same instruction sequence whatever
 // tile (MR x NR) computes it: one 16-lane accumulator over K in steps of 16 (F32 FMA) or 32
-// (vdpbf16ps), the K tail by a masked load of zeros, then _mm512_reduce_add_ps and the bias.
+// (vdpbf16ps), the K tail by a masked load of zeros, then the tree of _mm512_reduce_add_ps (four
+// accumulators at a time, StoreTile) and the bias. Attention is in cpu_kernels_attention_avx512.cc.
 #include <immintrin.h>
 
 #include <cmath>
@@ -57,8 +58,6 @@ inline __m512 LoadWMasked(const uint8_t* row, int64_t i, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i));
   }
 }
-
-inline __mmask16 TailMask16(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
 
 // One MR x NR tile with F32 accumulation: x rows are F32, weights widened in registers.
 template <int WT, int MR, int NR>
@@ -143,113 +142,6 @@ void LinearF32AccImpl(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, i
                                   t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
                                   t.ldo, PrefetchPass(block, r, t0));
   });
-}
-
-// exp(x) for softmax and SiLU: Cephes expf polynomial after range reduction by ln 2, scaled by
-// 2^n with vscalefps (which also gives 0 / inf at the ends of the range). About 1 ulp.
-inline __m512 Exp512(__m512 x) {
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.7228f));
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-  p = _mm512_add_ps(p, _mm512_set1_ps(1.f));
-  return _mm512_scalef_ps(p, n);
-}
-
-// Softmax-weighted sum of V rows with the output kept in D16 registers (D16 = d / 16).
-template <int D16>
-void WeightedSumFixed(const float* v_base, const int64_t* off, const float* e, int64_t n,
-                      float inv_denom, float* out) {
-  __m512 o[D16];
-#pragma GCC unroll 16
-  for (int c = 0; c < D16; ++c) o[c] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < n; ++p) {
-    const __m512 wp = _mm512_set1_ps(e[p]);
-    const float* vr = v_base + off[p];
-#pragma GCC unroll 16
-    for (int c = 0; c < D16; ++c) o[c] = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vr + 16 * c), o[c]);
-  }
-  const __m512 s = _mm512_set1_ps(inv_denom);
-#pragma GCC unroll 16
-  for (int c = 0; c < D16; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(o[c], s));
-}
-
-void WeightedSumAny(const float* v_base, const int64_t* off, const float* e, int64_t n, int64_t d,
-                    float inv_denom, float* out) {
-  for (int64_t c = 0; c < d; c += 16) {
-    __m512 o = _mm512_setzero_ps();
-    for (int64_t p = 0; p < n; ++p)
-      o = _mm512_fmadd_ps(_mm512_set1_ps(e[p]), _mm512_loadu_ps(v_base + off[p] + c), o);
-    _mm512_storeu_ps(out + c, _mm512_mul_ps(o, _mm512_set1_ps(inv_denom)));
-  }
-}
-
-// q . k for D16 x 16 elements, one 16-lane accumulator in element order.
-template <int D16>
-inline __m512 DotFixed(const __m512 (&qv)[D16], const float* kr) {
-  __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kr));
-#pragma GCC unroll 16
-  for (int c = 1; c < D16; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kr + 16 * c), acc);
-  return acc;
-}
-
-// Scores of 4 keys at a time: ReduceAdd4 sums each key's accumulator in the same tree as a
-// separate reduction would, so a score does not depend on its neighbours (or on n).
-template <int D16>
-float ScoresFixed(const float* q, const float* k_base, const int64_t* off, int64_t n, float scale,
-                  float* scores) {
-  __m512 qv[D16];
-#pragma GCC unroll 16
-  for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
-  const __m128 sc = _mm_set1_ps(scale);
-  __m128 mx = _mm_set1_ps(-INFINITY);
-  int64_t p = 0;
-  for (; p + 4 <= n; p += 4) {
-    const __m128 s =
-        _mm_mul_ps(ReduceAdd4(DotFixed(qv, k_base + off[p]), DotFixed(qv, k_base + off[p + 1]),
-                              DotFixed(qv, k_base + off[p + 2]), DotFixed(qv, k_base + off[p + 3])),
-                   sc);
-    _mm_storeu_ps(scores + p, s);
-    mx = _mm_max_ps(s, mx);
-  }
-  if (p < n) {
-    const int64_t r = n - p;
-    const __m512 zero = _mm512_setzero_ps();
-    const __m128 s = _mm_mul_ps(
-        ReduceAdd4(DotFixed(qv, k_base + off[p]), r > 1 ? DotFixed(qv, k_base + off[p + 1]) : zero,
-                   r > 2 ? DotFixed(qv, k_base + off[p + 2]) : zero, zero),
-        sc);
-    const __mmask8 m = static_cast<__mmask8>((1u << r) - 1);
-    _mm_mask_storeu_ps(scores + p, m, s);
-    mx = _mm_mask_max_ps(mx, m, s, mx);
-  }
-  mx = _mm_max_ps(mx, _mm_permute_ps(mx, 0x4E));
-  mx = _mm_max_ps(mx, _mm_permute_ps(mx, 0xB1));
-  return _mm_cvtss_f32(mx);
-}
-
-float ScoresAny(const float* q, const float* k_base, const int64_t* off, int64_t n, int64_t d,
-                float scale, float* scores) {
-  float mx = -INFINITY;
-  for (int64_t p = 0; p < n; ++p) {
-    const float* kr = k_base + off[p];
-    __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(kr));
-    for (int64_t c = 16; c < d; c += 16)
-      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), _mm512_loadu_ps(kr + c), acc);
-    const float s = _mm512_reduce_add_ps(acc) * scale;
-    scores[p] = s;
-    mx = s > mx ? s : mx;
-  }
-  return mx;
 }
 
 // MR x NR tile of the shuffle-free BF16 widen path. Each k-step of 32 runs the even half for the
@@ -391,45 +283,6 @@ void Exp(const float* x, int64_t n, float* out) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? 0xFFFF : TailMask16(n - i);
     _mm512_mask_storeu_ps(out + i, m, Exp512(_mm512_maskz_loadu_ps(m, x + i)));
-  }
-}
-
-void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
-                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
-  float mx;
-  switch (d) {
-    case 32:
-      mx = ScoresFixed<2>(q, k_base, row_off, n_keys, scale, scores);
-      break;
-    case 64:
-      mx = ScoresFixed<4>(q, k_base, row_off, n_keys, scale, scores);
-      break;
-    case 128:
-      mx = ScoresFixed<8>(q, k_base, row_off, n_keys, scale, scores);
-      break;
-    default:
-      mx = ScoresAny(q, k_base, row_off, n_keys, d, scale, scores);
-  }
-  // Softmax numerators in place; the denominator summed in 16 lanes in key order.
-  const __m512 mv = _mm512_set1_ps(mx);
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t p = 0; p < n_keys; p += 16) {
-    const __mmask16 m = n_keys - p >= 16 ? 0xFFFF : TailMask16(n_keys - p);
-    const __m512 e =
-        _mm512_maskz_mov_ps(m, Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + p), mv)));
-    _mm512_mask_storeu_ps(scores + p, m, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  const float inv = 1.f / _mm512_reduce_add_ps(sum);
-  switch (d) {
-    case 32:
-      return WeightedSumFixed<2>(v_base, row_off, scores, n_keys, inv, out);
-    case 64:
-      return WeightedSumFixed<4>(v_base, row_off, scores, n_keys, inv, out);
-    case 128:
-      return WeightedSumFixed<8>(v_base, row_off, scores, n_keys, inv, out);
-    default:
-      return WeightedSumAny(v_base, row_off, scores, n_keys, d, inv, out);
   }
 }
 

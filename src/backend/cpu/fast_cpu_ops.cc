@@ -341,13 +341,15 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
     offsets_.resize(nth);
   }
   for (int i = 0; i < nth; ++i) {
-    if (static_cast<int64_t>(scores_[i].size()) < max_keys + 16) scores_[i].resize(max_keys + 16);
+    if (static_cast<int64_t>(scores_[i].size()) < 4 * max_keys + 16)
+      scores_[i].resize(4 * max_keys + 16);
     if (static_cast<int64_t>(offsets_[i].size()) < max_keys) offsets_[i].resize(max_keys);
   }
   const float* qs = q.data<float>();
   const float* ks = k_cache.data<float>();
   const float* vs = v_cache.data<float>();
   float* os = out.data<float>();
+  const bool grouped = cpu::avx512::AttentionGroupSupports(d);
   // One work item per (query row, KV head): its `group` query heads share the K/V rows. Rows of
   // a prefill have different lengths, hence the dynamic schedule.
 #pragma omp parallel for schedule(dynamic, 2) num_threads(nth) if (t_rows * hkv > 1)
@@ -364,6 +366,15 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
           static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
       XI_CHECK(slot >= 0 && slot < num_slots);
       off[p] = (slot * hkv + kvh) * d;
+    }
+    if (grouped) {
+      // Up to 4 of the group's query heads per call share each K/V row load.
+      for (int64_t h = kvh * group; h < (kvh + 1) * group; h += 4) {
+        const int heads = static_cast<int>(std::min<int64_t>(4, (kvh + 1) * group - h));
+        cpu::avx512::AttentionGroup(qs + (t * hq + h) * d, d, heads, ks, vs, off, n_keys, d, scale,
+                                    scores, os + (t * hq + h) * d, d);
+      }
+      continue;
     }
     for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
       cpu::avx512::AttentionRow(qs + (t * hq + h) * d, ks, vs, off, n_keys, d, scale, scores,

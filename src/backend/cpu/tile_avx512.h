@@ -8,6 +8,28 @@
 
 namespace xinfer::cpu::avx512 {
 
+inline __mmask16 TailMask16(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
+
+// exp(x) for softmax and SiLU: Cephes expf polynomial after range reduction by ln 2, scaled by
+// 2^n with vscalefps (which also gives 0 / inf at the ends of the range). About 1 ulp.
+inline __m512 Exp512(__m512 x) {
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.7228f));
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+  p = _mm512_add_ps(p, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
 // Horizontal sums of four accumulators, lane i of the result for accumulator i. Each sum is
 // added in exactly the tree _mm512_reduce_add_ps uses (128-bit blocks 0+2 and 1+3, then those
 // two, then lanes 0+2 and 1+3 of the block, then those two), so results are bitwise those of

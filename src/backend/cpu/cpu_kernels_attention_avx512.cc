@@ -1,0 +1,245 @@
+// Paged attention kernels (AVX-512), compiled for that ISA with `#pragma GCC target` like
+// cpu_kernels_avx512.cc. FastCpuOps::PagedAttention owns the threading: one call here is one
+// query row against one KV head's keys, in position order.
+//
+// Batch invariance: a head's scores, softmax and weighted sum depend only on its query, the keys
+// and d, never on the other heads of the call or on the batch: reductions go through
+// ReduceAdd4, which sums each lane group in one fixed tree.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cpu/cpu_kernels.h"
+
+// GCC 12's AVX-512 headers build results from _mm256_undefined_*(); see cpu_kernels_avx512.cc.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c,bmi2")
+
+#include "backend/cpu/tile_avx512.h"
+
+namespace xinfer::cpu::avx512 {
+namespace {
+
+// Softmax-weighted sum of V rows with the output kept in D16 registers (D16 = d / 16).
+template <int D16>
+void WeightedSumFixed(const float* v_base, const int64_t* off, const float* e, int64_t n,
+                      float inv_denom, float* out) {
+  __m512 o[D16];
+#pragma GCC unroll 16
+  for (int c = 0; c < D16; ++c) o[c] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < n; ++p) {
+    const __m512 wp = _mm512_set1_ps(e[p]);
+    const float* vr = v_base + off[p];
+#pragma GCC unroll 16
+    for (int c = 0; c < D16; ++c) o[c] = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vr + 16 * c), o[c]);
+  }
+  const __m512 s = _mm512_set1_ps(inv_denom);
+#pragma GCC unroll 16
+  for (int c = 0; c < D16; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(o[c], s));
+}
+
+void WeightedSumAny(const float* v_base, const int64_t* off, const float* e, int64_t n, int64_t d,
+                    float inv_denom, float* out) {
+  for (int64_t c = 0; c < d; c += 16) {
+    __m512 o = _mm512_setzero_ps();
+    for (int64_t p = 0; p < n; ++p)
+      o = _mm512_fmadd_ps(_mm512_set1_ps(e[p]), _mm512_loadu_ps(v_base + off[p] + c), o);
+    _mm512_storeu_ps(out + c, _mm512_mul_ps(o, _mm512_set1_ps(inv_denom)));
+  }
+}
+
+// q . k for D16 x 16 elements, one 16-lane accumulator in element order.
+template <int D16>
+inline __m512 DotFixed(const __m512 (&qv)[D16], const float* kr) {
+  __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kr));
+#pragma GCC unroll 16
+  for (int c = 1; c < D16; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kr + 16 * c), acc);
+  return acc;
+}
+
+// Scores of 4 keys at a time: ReduceAdd4 sums each key's accumulator in the same tree as a
+// separate reduction would, so a score does not depend on its neighbours (or on n).
+template <int D16>
+float ScoresFixed(const float* q, const float* k_base, const int64_t* off, int64_t n, float scale,
+                  float* scores) {
+  __m512 qv[D16];
+#pragma GCC unroll 16
+  for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
+  const __m128 sc = _mm_set1_ps(scale);
+  __m128 mx = _mm_set1_ps(-INFINITY);
+  int64_t p = 0;
+  for (; p + 4 <= n; p += 4) {
+    const __m128 s =
+        _mm_mul_ps(ReduceAdd4(DotFixed(qv, k_base + off[p]), DotFixed(qv, k_base + off[p + 1]),
+                              DotFixed(qv, k_base + off[p + 2]), DotFixed(qv, k_base + off[p + 3])),
+                   sc);
+    _mm_storeu_ps(scores + p, s);
+    mx = _mm_max_ps(s, mx);
+  }
+  if (p < n) {
+    const int64_t r = n - p;
+    const __m512 zero = _mm512_setzero_ps();
+    const __m128 s = _mm_mul_ps(
+        ReduceAdd4(DotFixed(qv, k_base + off[p]), r > 1 ? DotFixed(qv, k_base + off[p + 1]) : zero,
+                   r > 2 ? DotFixed(qv, k_base + off[p + 2]) : zero, zero),
+        sc);
+    const __mmask8 m = static_cast<__mmask8>((1u << r) - 1);
+    _mm_mask_storeu_ps(scores + p, m, s);
+    mx = _mm_mask_max_ps(mx, m, s, mx);
+  }
+  mx = _mm_max_ps(mx, _mm_permute_ps(mx, 0x4E));
+  mx = _mm_max_ps(mx, _mm_permute_ps(mx, 0xB1));
+  return _mm_cvtss_f32(mx);
+}
+
+float ScoresAny(const float* q, const float* k_base, const int64_t* off, int64_t n, int64_t d,
+                float scale, float* scores) {
+  float mx = -INFINITY;
+  for (int64_t p = 0; p < n; ++p) {
+    const float* kr = k_base + off[p];
+    __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(kr));
+    for (int64_t c = 16; c < d; c += 16)
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), _mm512_loadu_ps(kr + c), acc);
+    const float s = _mm512_reduce_add_ps(acc) * scale;
+    scores[p] = s;
+    mx = s > mx ? s : mx;
+  }
+  return mx;
+}
+
+// Up to 4 query heads sharing one KV head (GQA), d = 16 * D16: each K and V row is loaded once
+// for all of them. e: scratch of 4 * (n rounded up to 4) floats, key p's 4 heads at 4p.
+template <int D16>
+void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const float* k_base,
+                         const float* v_base, const int64_t* off, int64_t n, float scale, float* e,
+                         float* out, int64_t out_stride) {
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 qv[4][D16];
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; ++h)
+#pragma GCC unroll 8
+    for (int c = 0; c < D16; ++c)
+      qv[h][c] = h < heads ? _mm512_loadu_ps(q + h * q_stride + 16 * c) : zero;
+  // Scores: lane h of key p's vector is head h's (scaled) q . k.
+  const __m128 sc = _mm_set1_ps(scale);
+  __m128 mx = _mm_set1_ps(-INFINITY);
+  for (int64_t p = 0; p < n; ++p) {
+    const float* kr = k_base + off[p];
+    __m512 kv[D16];
+#pragma GCC unroll 8
+    for (int c = 0; c < D16; ++c) kv[c] = _mm512_loadu_ps(kr + 16 * c);
+    __m512 acc[4];
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; ++h) {
+      acc[h] = _mm512_mul_ps(qv[h][0], kv[0]);
+#pragma GCC unroll 8
+      for (int c = 1; c < D16; ++c) acc[h] = _mm512_fmadd_ps(qv[h][c], kv[c], acc[h]);
+    }
+    const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
+    _mm_storeu_ps(e + 4 * p, s);
+    mx = _mm_max_ps(s, mx);
+  }
+  // Softmax numerators in place, 4 keys x 4 heads per vector; denominators per head.
+  const __m512 mv = _mm512_broadcast_f32x4(mx);
+  __m512 sum = zero;
+  for (int64_t p = 0; p < n; p += 4) {
+    const __mmask16 m = n - p >= 4 ? 0xFFFF : TailMask16(4 * (n - p));
+    const __m512 ex =
+        _mm512_maskz_mov_ps(m, Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, e + 4 * p), mv)));
+    _mm512_mask_storeu_ps(e + 4 * p, m, ex);
+    sum = _mm512_add_ps(sum, ex);
+  }
+  const __m256 half =
+      _mm256_add_ps(_mm512_castps512_ps256(sum),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sum), 1)));
+  const __m128 denom = _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+  alignas(16) float inv[4];
+  _mm_store_ps(inv, _mm_div_ps(_mm_set1_ps(1.f), denom));
+  // Weighted sum of V rows, each loaded once for the heads.
+  __m512 o[4][D16];
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; ++h)
+#pragma GCC unroll 8
+    for (int c = 0; c < D16; ++c) o[h][c] = zero;
+  for (int64_t p = 0; p < n; ++p) {
+    const float* vr = v_base + off[p];
+    __m512 vv[D16];
+#pragma GCC unroll 8
+    for (int c = 0; c < D16; ++c) vv[c] = _mm512_loadu_ps(vr + 16 * c);
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; ++h) {
+      const __m512 wp = _mm512_set1_ps(e[4 * p + h]);
+#pragma GCC unroll 8
+      for (int c = 0; c < D16; ++c) o[h][c] = _mm512_fmadd_ps(wp, vv[c], o[h][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; ++h) {
+    if (h >= heads) break;
+    const __m512 iv = _mm512_set1_ps(inv[h]);
+#pragma GCC unroll 8
+    for (int c = 0; c < D16; ++c)
+      _mm512_storeu_ps(out + h * out_stride + 16 * c, _mm512_mul_ps(o[h][c], iv));
+  }
+}
+
+}  // namespace
+
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+  float mx;
+  switch (d) {
+    case 32:
+      mx = ScoresFixed<2>(q, k_base, row_off, n_keys, scale, scores);
+      break;
+    case 64:
+      mx = ScoresFixed<4>(q, k_base, row_off, n_keys, scale, scores);
+      break;
+    case 128:
+      mx = ScoresFixed<8>(q, k_base, row_off, n_keys, scale, scores);
+      break;
+    default:
+      mx = ScoresAny(q, k_base, row_off, n_keys, d, scale, scores);
+  }
+  // Softmax numerators in place; the denominator summed in 16 lanes in key order.
+  const __m512 mv = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t p = 0; p < n_keys; p += 16) {
+    const __mmask16 m = n_keys - p >= 16 ? 0xFFFF : TailMask16(n_keys - p);
+    const __m512 e =
+        _mm512_maskz_mov_ps(m, Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + p), mv)));
+    _mm512_mask_storeu_ps(scores + p, m, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  const float inv = 1.f / _mm512_reduce_add_ps(sum);
+  switch (d) {
+    case 32:
+      return WeightedSumFixed<2>(v_base, row_off, scores, n_keys, inv, out);
+    case 64:
+      return WeightedSumFixed<4>(v_base, row_off, scores, n_keys, inv, out);
+    case 128:
+      return WeightedSumFixed<8>(v_base, row_off, scores, n_keys, inv, out);
+    default:
+      return WeightedSumAny(v_base, row_off, scores, n_keys, d, inv, out);
+  }
+}
+
+bool AttentionGroupSupports(int64_t d) { return d == 32 || d == 64; }
+
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
+                    const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride) {
+  if (d == 32)
+    return AttentionGroupFixed<2>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale,
+                                  scratch, out, out_stride);
+  AttentionGroupFixed<4>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale, scratch, out,
+                         out_stride);
+}
+
+}  // namespace xinfer::cpu::avx512
+
+#pragma GCC pop_options

@@ -63,7 +63,8 @@ struct QuantLinearTask {
   const float* xsum = nullptr;
   int64_t ldxsum = 0;
   // For QuantLinearNibbleBf16 only: x split into BF16 hi + lo values (NibbleBf16PrepareX), [T,
-  // ldxs]; with hi_only (BF16 activations, `--dtype bfloat16`) the lo halves are zero and skipped.
+  // ldxs]; with hi_only (BF16 activations, `--dtype bfloat16`) the lo halves are neither written
+  // nor read.
   const uint16_t* xs = nullptr;
   int64_t ldxs = 0;
   bool hi_only = false;
@@ -117,6 +118,26 @@ inline void ForEachTile(int64_t t0, int64_t t1, int64_t n0, int64_t n1, int64_t 
   }
 }
 
+// A quantized weight's pointers and strides, resolved once per call rather than per tile
+// (Tensor::data() is an out-of-line call and the group count a division).
+struct PreparedQuant {
+  const uint8_t* q;
+  int64_t row_bytes;
+  const float* scales;  // AWQ4
+  const float* zeros;   // AWQ4
+  int64_t groups;       // AWQ4: scale groups per row (0 for the GGUF block formats)
+};
+inline PreparedQuant PrepareQuant(const QuantTensor& w) {
+  PreparedQuant p{static_cast<const uint8_t*>(w.data.raw()), static_cast<int64_t>(w.row_bytes()),
+                  nullptr, nullptr, 0};
+  if (w.type == QuantType::kAwq4) {
+    p.scales = w.scales.data<float>();
+    p.zeros = w.zeros.data<float>();
+    p.groups = w.cols / w.group_size;
+  }
+  return p;
+}
+
 namespace avx512 {
 // Whether the quantized kernels below take `w`: Q8_0, Q4_0, or AWQ4 with group size 32, 64 or
 // 128; cols a multiple of 32.
@@ -142,7 +163,7 @@ void QuantBlockSums(const float* x, int64_t rows, int64_t ldx, int64_t k, int64_
 // x as two BF16 halves (hi + lo, 2^-17 of |x|), 2 integer ops per 32 weights.
 bool NibbleBf16Supports(const QuantTensor& w, const CpuFeatures& features);
 // Splits rows of x [rows, k] into the kernel's layout for weights of `type`: xs [rows, ldxs >= 2k]
-// BF16 values and xsum [rows, ldxsum >= k / 8] lane sums. hi_only: x rounded to BF16, lo = 0.
+// BF16 values and xsum [rows, ldxsum >= k / 8] lane sums. hi_only: x rounded to BF16, no lo half.
 void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k,
                         uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum, bool hi_only);
 void QuantLinearNibbleBf16(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,

@@ -62,14 +62,6 @@ inline void UnpackGroup(__m512i v, __m512bh m[4]) {
   m[3] = AsBh(_mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 9), mask, one, 0xEA));
 }
 
-struct PreparedNibble {
-  const uint8_t* q;
-  int64_t row_bytes;
-  const float* scales;  // AWQ4
-  const float* zeros;   // AWQ4
-  int64_t groups;       // groups of 128 per row
-};
-
 // Where the tiles find a row's group of nibbles and its per-lane multipliers.
 template <QuantType QT>
 struct NibbleGroupFormat;
@@ -81,7 +73,7 @@ struct NibbleGroupFormat<QuantType::kAwq4> {
     const float* scales;
     const float* zeros;
   };
-  static Row RowOf(const PreparedNibble& p, int64_t r) {
+  static Row RowOf(const PreparedQuant& p, int64_t r) {
     return {p.q + r * p.row_bytes, p.scales + r * p.groups, p.zeros + r * p.groups};
   }
   static constexpr int64_t kGroupBytes = 64;
@@ -110,7 +102,7 @@ struct NibbleGroupFormat<QuantType::kQ4_0> {
   struct Row {
     const uint8_t* q;
   };
-  static Row RowOf(const PreparedNibble& p, int64_t r) { return {p.q + r * p.row_bytes}; }
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
   static constexpr int64_t kGroupBytes = 72;  // 4 blocks of f16 d + 16 bytes of nibbles
   // Bytes 0..63 and 8..71 of the group; vpermt2b picks the 4 x 16 nibble bytes (block b's byte j
   // at 18b + 2 + j) and vpermw the 4 scales (words 0, 9, 18, 27 of the first load).
@@ -135,7 +127,7 @@ struct NibbleGroupFormat<QuantType::kQ4_0> {
 
 // kHiOnly (BF16 activations): the lo halves are zero, so their vdpbf16ps are skipped.
 template <QuantType QT, bool kHiOnly, int MR, int NR>
-void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r0, int64_t n) {
+void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int64_t n) {
   using F = NibbleGroupFormat<QT>;
   typename F::Row rows[NR];
 #pragma GCC unroll 8
@@ -210,7 +202,7 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedNibble& p, int64_t r
 
 constexpr int kMr = 4;
 constexpr int kNr = 4;
-using TileFn = void (*)(const QuantLinearTask&, const PreparedNibble&, int64_t, int64_t);
+using TileFn = void (*)(const QuantLinearTask&, const PreparedQuant&, int64_t, int64_t);
 template <QuantType QT, bool H, int MR>
 constexpr TileFn kRow[kNr] = {TileNibbleBf16<QT, H, MR, 1>, TileNibbleBf16<QT, H, MR, 2>,
                               TileNibbleBf16<QT, H, MR, 3>, TileNibbleBf16<QT, H, MR, 4>};
@@ -228,12 +220,8 @@ template <QuantType QT, bool kHiOnly>
 void QuantLinearNibbleBf16Impl(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
                                int64_t n1) {
   const QuantTensor& w = *t.w;
-  PreparedNibble p{static_cast<const uint8_t*>(w.data.raw()), static_cast<int64_t>(w.row_bytes()),
-                   nullptr, nullptr, w.cols / kGroup};
-  if constexpr (QT == QuantType::kAwq4) {
-    p.scales = w.scales.data<float>();
-    p.zeros = w.zeros.data<float>();
-  }
+  PreparedQuant p = PrepareQuant(w);
+  p.groups = w.cols / kGroup;  // the tiles' loop count: AWQ groups of 128, or 4 Q4_0 blocks
   int64_t nb = (256 << 10) / p.row_bytes / kNr * kNr;
   if (nb < kNr) nb = kNr;
   ForEachTile<kMr, kNr>(t0, t1, n0, n1, nb, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
@@ -275,16 +263,15 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
         const __m512 rb =
             _mm512_sub_ps(b, _mm512_castsi512_ps(_mm512_slli_epi32(
                                  _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(hb)), 16)));
-        // BF16 activations: lo = 0 (the tiles skip it; xsum then sums hi only).
-        const __m256bh la = _mm512_cvtneps_pbh(hi_only ? _mm512_setzero_ps() : ra);
-        const __m256bh lb = _mm512_cvtneps_pbh(hi_only ? _mm512_setzero_ps() : rb);
+        const __m256bh la = _mm512_cvtneps_pbh(ra), lb = _mm512_cvtneps_pbh(rb);
         hi[v] = _mm512_inserti64x4(_mm512_castsi256_si512(reinterpret_cast<const __m256i&>(ha)),
                                    reinterpret_cast<const __m256i&>(hb), 1);
         lo[v] = _mm512_inserti64x4(_mm512_castsi256_si512(reinterpret_cast<const __m256i&>(la)),
                                    reinterpret_cast<const __m256i&>(lb), 1);
       }
       __m512 sum = _mm512_setzero_ps();
-      for (int part = 0; part < 2; ++part) {
+      // BF16 activations: no lo half at all (the tiles never read it; xsum sums hi only).
+      for (int part = 0; part < (hi_only ? 1 : 2); ++part) {
         const __m512i* src = part == 0 ? hi : lo;
         for (int n = 0; n < 4; ++n) {
           // Lanes 0..15: from the first 64 elements (vectors 0, 1); 16..31: from the last 64.

@@ -113,27 +113,6 @@ inline void UnpackNibbles(const uint8_t* bytes, __m512& m_lo, __m512& m_hi) {
   m_hi = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_slli_epi32(v, 15), mask, one, 0xEA));
 }
 
-// The weight's pointers and strides, resolved once per call rather than per tile (Tensor::data()
-// is an out-of-line call and the group count a division).
-struct PreparedQuant {
-  const uint8_t* q;
-  int64_t row_bytes;
-  const float* scales;  // AWQ4
-  const float* zeros;   // AWQ4
-  int64_t groups;       // AWQ4: scale blocks per row
-};
-
-inline PreparedQuant Prepare(const QuantTensor& w) {
-  PreparedQuant p{static_cast<const uint8_t*>(w.data.raw()), static_cast<int64_t>(w.row_bytes()),
-                  nullptr, nullptr, 0};
-  if (w.type == QuantType::kAwq4) {
-    p.scales = w.scales.data<float>();
-    p.zeros = w.zeros.data<float>();
-    p.groups = w.cols / w.group_size;
-  }
-  return p;
-}
-
 // Where the 4-bit tiles find a row's chunks and block scales.
 template <QuantType QT>
 struct NibbleFormat;
@@ -272,7 +251,7 @@ void QuantLinearNibbleImpl(const QuantLinearTask& t, int64_t t0, int64_t t1, int
                            int64_t n1) {
   // Weight rows outermost within a block of rows that stays in L2, so that several MR-row tiles
   // of x reuse the same unpacked-from-L2 weights.
-  const PreparedQuant p = Prepare(*t.w);
+  const PreparedQuant p = PrepareQuant(*t.w);
   const int64_t blocks = t.w->cols / (32 * CPB);
   int64_t nb = (256 << 10) / (p.row_bytes > 0 ? p.row_bytes : 1) / kNibbleNr * kNibbleNr;
   if (nb < kNibbleNr) nb = kNibbleNr;

@@ -76,6 +76,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  // One line for the startup log: the device and the kernels it runs (e.g. the CPU's ISA).
+  virtual std::string description() const { return name(); }
   // Zero-initialized device memory of `bytes` bytes.
   virtual std::shared_ptr<Buffer> Allocate(size_t bytes) = 0;
   virtual Ops& ops() = 0;

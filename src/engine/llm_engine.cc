@@ -128,6 +128,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_LOG_INFO("engine config: {}", c.ToString());
   XI_LOG_INFO("model {} ({}): {} parameters, {:.1f} MiB of weights", c.model, mc.architecture,
               engine->model_->num_parameters(), engine->model_->weight_bytes() / 1048576.0);
+  XI_LOG_INFO("backend {}", engine->backend_->description());
   XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB)", num_blocks, c.block_size,
               static_cast<int64_t>(num_blocks) * c.block_size, kv_gib);
   XI_LOG_INFO("Maximum concurrency for {} tokens per request: {:.2f}x", c.max_model_len,

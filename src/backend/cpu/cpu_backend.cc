@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/cpu/fast_cpu_ops.h"
@@ -56,6 +57,11 @@ class CpuBackend : public Backend {
     if (options.num_threads > 0) omp_set_num_threads(options.num_threads);
   }
   const char* name() const override { return "cpu"; }
+  std::string description() const override {
+    return std::string("cpu: kernels ") + cpu::KernelIsaName() + ", BF16 Linear path " +
+           cpu::Bf16PathName(ops_.bf16_path()) + ", " + std::to_string(omp_get_max_threads()) +
+           " threads";
+  }
   std::shared_ptr<Buffer> Allocate(size_t bytes) override {
     return std::make_shared<HostBuffer>(bytes);
   }

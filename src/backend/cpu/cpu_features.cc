@@ -1,8 +1,10 @@
 // Run-time ISA detection and the process-wide choice of the BF16 Linear path.
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "hwy/targets.h"
 
 namespace xinfer::cpu {
 
@@ -18,11 +20,23 @@ const CpuFeatures& DetectCpuFeatures() {
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
     f.avx512_vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi");
 #endif
-    // XINFER_ISA=portable|avx512 caps the ISA (to test the fallbacks on a newer machine).
-    if (const char* cap = std::getenv("XINFER_ISA")) {
-      if (std::strcmp(cap, "portable") == 0) f = CpuFeatures{};
+    // XINFER_ISA caps the ISA, to test the fallbacks on a newer machine: portable (the reference
+    // kernels only), avx512 (no AVX512-BF16/VBMI), avx2 or sse4 (Highway's kernels for that
+    // target instead of the hand-written AVX-512 ones).
+    int64_t hwy_allowed = 0;
+    const char* cap = std::getenv("XINFER_ISA");
+    const bool portable = cap != nullptr && std::strcmp(cap, "portable") == 0;
+    if (cap != nullptr) {
+      if (portable) f = CpuFeatures{};
       if (std::strcmp(cap, "avx512") == 0) f.avx512_bf16 = f.avx512_vbmi = false;
+      if (std::strcmp(cap, "avx2") == 0) hwy_allowed = HWY_AVX2 | HWY_SSE4 | HWY_SSSE3;
+      if (std::strcmp(cap, "sse4") == 0) hwy_allowed = HWY_SSE4 | HWY_SSSE3;
     }
+    if (hwy_allowed != 0) {
+      f.avx512 = f.avx512_bf16 = f.avx512_vbmi = false;
+      hwy::DisableTargets(~(hwy_allowed | HWY_EMU128 | HWY_SCALAR));
+    }
+    f.simd = !portable && simd::Available();
     return f;
   }();
   return features;
@@ -32,7 +46,7 @@ Bf16Path SelectBf16Path(const CpuFeatures& f, bool bf16_activations) {
   // Opt-in only: rounding activations to BF16 moves the shared tiny models' logits by up to
   // 0.024, over the golden tests' 2e-2 tolerance (docs/performance.md).
   if (f.avx512_bf16 && bf16_activations) return Bf16Path::kBf16Dot;
-  if (f.avx512) return Bf16Path::kWidenF32;
+  if (f.avx512 || f.simd) return Bf16Path::kWidenF32;
   return Bf16Path::kReference;
 }
 
@@ -52,6 +66,10 @@ const char* KernelIsaName() {
   const CpuFeatures& f = DetectCpuFeatures();
   if (f.avx512_bf16) return "avx512-bf16";
   if (f.avx512) return "avx512";
+  if (f.simd) {
+    static const std::string name = std::string("simd-") + simd::TargetName();
+    return name.c_str();
+  }
   return "portable";
 }
 

@@ -20,6 +20,9 @@ struct CpuFeatures {
   bool avx512_bf16 = false;  // vdpbf16ps
   bool avx512_vbmi = false;  // vpermt2b
   bool avx2 = false;         // AVX2 + FMA + F16C
+  // Highway (cpu_kernels_hwy.cc) found a SIMD target on this CPU (SSE4, AVX2, NEON, SVE, ...):
+  // FastCpuOps then runs the portable SIMD kernels where the AVX-512 ones do not apply.
+  bool simd = false;
 };
 const CpuFeatures& DetectCpuFeatures();
 
@@ -31,7 +34,8 @@ const CpuFeatures& DetectCpuFeatures();
 enum class Bf16Path { kReference, kWidenF32, kBf16Dot };
 Bf16Path SelectBf16Path(const CpuFeatures& features, bool bf16_activations);
 const char* Bf16PathName(Bf16Path path);  // "bf16-dot", "widen-f32" or "reference"
-const char* KernelIsaName();              // "avx512-bf16", "avx512", "avx2" or "portable"
+// "avx512-bf16", "avx512", "simd-<Highway target>" (e.g. "simd-AVX2", "simd-NEON") or "portable".
+const char* KernelIsaName();
 
 // Linear over rows [t0, t1) of x and output columns [n0, n1): out[t, n] = x[t, :] . w[n, :] +
 // bias[n]. x is F32 [T, ldx]; for the BF16-dot path `xb` is x rounded to BF16 with rows padded
@@ -195,6 +199,33 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);
 }  // namespace avx512
+
+// Portable SIMD kernels (Google Highway, cpu_kernels_hwy.cc), dispatched at run time to the best
+// target the CPU has. Same contracts as the AVX-512 kernels of the same names. XINFER_ISA=avx2 or
+// sse4 caps the targets (DetectCpuFeatures), to test these on a newer x86 CPU.
+namespace simd {
+bool Available();          // a SIMD target was found (not Highway's scalar/emulated fallback)
+const char* TargetName();  // Highway's name of the target in use, e.g. "AVX2", "NEON"
+int64_t F32Lanes();        // floats per vector of that target
+// F32, BF16 and F16 weights (task.wdtype) with F32 activations (task.x); xb/xp are not used.
+void Linear(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+// Any quantized weight, F32 activations (task.x, task.xsum/xs unused): weight rows [n0, n1) are
+// dequantized panel_rows at a time into `panel` (panel_rows * cols floats, the caller's scratch)
+// and multiplied as F32 weights by Linear's tiles, so results are batch-invariant like Linear's.
+int64_t QuantPanelRows(int64_t x_rows, int64_t k);
+void QuantLinear(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1,
+                 float* panel, int64_t panel_rows);
+void RmsNormRow(const float* x, const float* w, int64_t n, float eps, float* out);
+void SiluMul(const float* g, const float* u, int64_t n, float* out);
+void Add(const float* a, const float* b, int64_t n, float* out);
+void Exp(const float* x, int64_t n, float* out);  // +inf above 88.72
+// d a multiple of F32Lanes(); scores: scratch of at least n_keys floats.
+bool AttentionSupports(int64_t d);
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out);
+float ReadSum(const float* p, int64_t n);  // bandwidth probe, as avx512::ReadSum
+float FmaLoop(int64_t iters);              // 12 chains of F32Lanes() FMAs per iteration
+}  // namespace simd
 
 }  // namespace xinfer::cpu
 

@@ -5,6 +5,8 @@
 // Batch invariance: a head's scores, softmax and weighted sum depend only on its query, the keys
 // and d, never on the other heads of the call or on the batch: reductions go through
 // ReduceAdd4, which sums each lane group in one fixed tree.
+#if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
+
 #include <immintrin.h>
 
 #include <cmath>
@@ -243,3 +245,5 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
 }  // namespace xinfer::cpu::avx512
 
 #pragma GCC pop_options
+
+#endif  // defined(__x86_64__)

@@ -7,6 +7,8 @@
 // tile (MR x NR) computes it: one 16-lane accumulator over K in steps of 16 (F32 FMA) or 32
 // (vdpbf16ps), the K tail by a masked load of zeros, then the tree of _mm512_reduce_add_ps (four
 // accumulators at a time, StoreTile) and the bias. Attention is in cpu_kernels_attention_avx512.cc.
+#if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
+
 #include <immintrin.h>
 
 #include <cmath>
@@ -415,3 +417,5 @@ void RoundRowsToBf16(const float* x, int64_t rows, int64_t k, uint16_t* xb, int6
 }  // namespace xinfer::cpu::avx512
 
 #pragma GCC pop_options
+
+#endif  // defined(__x86_64__)

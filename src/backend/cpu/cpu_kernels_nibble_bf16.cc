@@ -28,6 +28,8 @@
 // for n = 0, 1: a = dpbf16(a, hi_n, m_n); a = dpbf16(a, lo_n, m_n), and b likewise over n = 2, 3
 // (two chains: vdpbf16ps latency); acc = fma(16 * scale, a + b, acc). That sequence depends on K
 // only, not on the tile, the batch or the threads (batch invariance), like every kernel here.
+#if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
+
 #include <immintrin.h>
 
 #include <array>
@@ -302,3 +304,5 @@ void QuantLinearNibbleBf16(const QuantLinearTask& t, int64_t t0, int64_t t1, int
 }  // namespace xinfer::cpu::avx512
 
 #pragma GCC pop_options
+
+#endif  // defined(__x86_64__)

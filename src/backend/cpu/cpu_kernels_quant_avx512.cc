@@ -25,6 +25,8 @@
 //   where xs_b is the lane-wise sum of x over the block (QuantBlockSums, once per call) and z the
 //   zero point (8 for Q4_0): x*(q - z)*s summed exactly as the weight's dequantized value would,
 //   to within a few ulp of the row's magnitude. Two FMAs per chunk plus one per block.
+#if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
+
 #include <immintrin.h>
 
 #include <cstdint>
@@ -353,3 +355,5 @@ void QuantLinearNibble(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t
 }  // namespace xinfer::cpu::avx512
 
 #pragma GCC pop_options
+
+#endif  // defined(__x86_64__)

@@ -51,13 +51,28 @@ MachineLimits MeasureMachineLimits(size_t bandwidth_bytes, int repeats) {
     {
       const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
       const int64_t b = n * tid / nt, e = n * (tid + 1) / nt;
-      total += f.avx512 ? cpu::avx512::ReadSum(buf + b, e - b) : PortableSum(buf + b, e - b);
+      total += f.avx512 ? cpu::avx512::ReadSum(buf + b, e - b)
+               : f.simd ? cpu::simd::ReadSum(buf + b, e - b)
+                        : PortableSum(buf + b, e - b);
     }
     const double dt = Seconds() - t0;
     sink = sink + total;
     m.read_gb_s = std::max(m.read_gb_s, static_cast<double>(n * sizeof(float)) / dt / 1e9);
   }
   ::munmap(mem, n * sizeof(float));
+  if (!f.avx512 && f.simd) {
+    constexpr int64_t kIters = 4'000'000;  // 12 chains of one vector FMA each
+    const double flops_per_iter = 2.0 * 12 * static_cast<double>(cpu::simd::F32Lanes());
+    for (int r = 0; r < repeats; ++r) {
+      float total = 0;
+      const double t0 = Seconds();
+#pragma omp parallel reduction(+ : total)
+      total += cpu::simd::FmaLoop(kIters);
+      const double dt = Seconds() - t0;
+      sink = sink + total;
+      m.f32_gflop_s = std::max(m.f32_gflop_s, flops_per_iter * kIters * m.threads / dt / 1e9);
+    }
+  }
   if (f.avx512) {
     constexpr int64_t kIters = 4'000'000;  // 16 x 16-lane FMAs each: ~0.1 s per core
     for (int r = 0; r < repeats; ++r) {

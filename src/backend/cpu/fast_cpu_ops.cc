@@ -48,7 +48,7 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
   const DType wt = w.dtype();
   const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
                          (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
-  if (!features_.avx512 || !supported) return CpuOps::Linear(x, w, bias, out);
+  if (!(features_.avx512 || features_.simd) || !supported) return CpuOps::Linear(x, w, bias, out);
   XI_CHECK(w.rank() == 2 && x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
   const int64_t k = w.dim(1), n = w.dim(0);
   XI_CHECK(k > 0 && x.numel() % k == 0);
@@ -68,7 +68,9 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
     XI_CHECK(bias->numel() == n);
     task.bias = ToF32(*bias, bias_);
   }
-  const bool dot = wt == DType::kBF16 && bf16_path_ == cpu::Bf16Path::kBf16Dot;
+  // Without AVX-512, Highway's kernels take every dtype with F32 activations as they are.
+  const bool simd = !features_.avx512;
+  const bool dot = !simd && wt == DType::kBF16 && bf16_path_ == cpu::Bf16Path::kBf16Dot;
   if (dot) {
     task.ldxb = RoundUp(k, 32);
     const size_t need = static_cast<size_t>(t_rows * task.ldxb);
@@ -80,7 +82,7 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
     const char* e = std::getenv("XINFER_BF16_WIDEN");
     return e != nullptr && std::string_view(e) == "shuffle";
   }();
-  const bool widen = wt == DType::kBF16 && !dot && !shuffle_widen;
+  const bool widen = !simd && wt == DType::kBF16 && !dot && !shuffle_widen;
   if (widen) {
     task.ldxp = RoundUp(k, 32);
     const size_t need = static_cast<size_t>(t_rows * task.ldxp);
@@ -107,7 +109,9 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
     auto [u0, u1] = Split((n + 15) / 16, tid, nt);
     const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
     if (n0 < n1) {
-      if (dot) {
+      if (simd) {
+        cpu::simd::Linear(task, 0, t_rows, n0, n1);
+      } else if (dot) {
         cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
       } else if (widen) {
         cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
@@ -120,6 +124,7 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
 
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
                              Tensor& out) {
+  if (!features_.avx512 && features_.simd) return QuantLinearSimd(x, w, bias, out);
   if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w))
     return CpuOps::QuantLinear(x, w, bias, out);
   XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
@@ -228,8 +233,40 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
   }
 }
 
+void FastCpuOps::QuantLinearSimd(const Tensor& x, const QuantTensor& w, const Tensor* bias,
+                                 Tensor& out) {
+  XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
+  const int64_t k = w.cols, n = w.rows;
+  XI_CHECK(k > 0 && x.numel() % k == 0);
+  const int64_t t_rows = x.numel() / k;
+  XI_CHECK(out.numel() == t_rows * n);
+  if (t_rows == 0 || n == 0) return;
+  cpu::QuantLinearTask task;
+  task.x = x.data<float>();
+  task.ldx = k;
+  task.w = &w;
+  task.out = out.data<float>();
+  task.ldo = n;
+  if (bias != nullptr) {
+    XI_CHECK(bias->numel() == n);
+    task.bias = ToF32(*bias, bias_);
+  }
+  const int64_t panel_rows = cpu::simd::QuantPanelRows(t_rows, k);
+  const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
+  if (static_cast<int>(panels_.size()) < nth) panels_.resize(nth);
+  for (int i = 0; i < nth; ++i)
+    if (static_cast<int64_t>(panels_[i].size()) < panel_rows * k) panels_[i].resize(panel_rows * k);
+#pragma omp parallel num_threads(nth)
+  {
+    const int tid = omp_get_thread_num();
+    auto [u0, u1] = Split((n + 15) / 16, tid, omp_get_num_threads());
+    const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
+    if (n0 < n1) cpu::simd::QuantLinear(task, 0, t_rows, n0, n1, panels_[tid].data(), panel_rows);
+  }
+}
+
 void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
-  if (!features_.avx512) return CpuOps::RmsNorm(x, weight, eps, out);
+  if (!features_.avx512 && !features_.simd) return CpuOps::RmsNorm(x, weight, eps, out);
   const int64_t n = weight.numel();
   XI_CHECK(n > 0 && x.numel() % n == 0 && out.numel() == x.numel());
   const int64_t rows = x.numel() / n;
@@ -237,7 +274,13 @@ void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tenso
   const float* xs = x.data<float>();
   float* os = out.data<float>();
 #pragma omp parallel for schedule(static) if (rows * n >= kMinParallelElems)
-  for (int64_t r = 0; r < rows; ++r) cpu::avx512::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (features_.avx512) {
+      cpu::avx512::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
+    } else {
+      cpu::simd::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
+    }
+  }
 }
 
 void FastCpuOps::EnsureRopeTable(double theta, int64_t dim, int64_t max_pos) {
@@ -289,7 +332,7 @@ void FastCpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double thet
 }
 
 void FastCpuOps::SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) {
-  if (!features_.avx512) return CpuOps::SiluMul(gate, up, out);
+  if (!features_.avx512 && !features_.simd) return CpuOps::SiluMul(gate, up, out);
   XI_CHECK(gate.numel() == up.numel() && out.numel() == gate.numel());
   const int64_t n = gate.numel();
   const float* g = gate.data<float>();
@@ -300,12 +343,13 @@ void FastCpuOps::SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) {
   {
     auto [c0, c1] = Split((n + 15) / 16, omp_get_thread_num(), omp_get_num_threads());
     const int64_t i0 = std::min(n, c0 * 16), i1 = std::min(n, c1 * 16);
-    if (i0 < i1) cpu::avx512::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
+    if (i0 < i1 && features_.avx512) cpu::avx512::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
+    if (i0 < i1 && !features_.avx512) cpu::simd::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
   }
 }
 
 void FastCpuOps::Add(const Tensor& a, const Tensor& b, Tensor& out) {
-  if (!features_.avx512) return CpuOps::Add(a, b, out);
+  if (!features_.avx512 && !features_.simd) return CpuOps::Add(a, b, out);
   XI_CHECK(a.numel() == b.numel() && out.numel() == a.numel());
   const int64_t n = a.numel();
   const int nth = n < kMinParallelElems ? 1 : omp_get_max_threads();
@@ -313,8 +357,10 @@ void FastCpuOps::Add(const Tensor& a, const Tensor& b, Tensor& out) {
   {
     auto [c0, c1] = Split((n + 15) / 16, omp_get_thread_num(), omp_get_num_threads());
     const int64_t i0 = std::min(n, c0 * 16), i1 = std::min(n, c1 * 16);
-    if (i0 < i1)
+    if (i0 < i1 && features_.avx512)
       cpu::avx512::Add(a.data<float>() + i0, b.data<float>() + i0, i1 - i0, out.data<float>() + i0);
+    if (i0 < i1 && !features_.avx512)
+      cpu::simd::Add(a.data<float>() + i0, b.data<float>() + i0, i1 - i0, out.data<float>() + i0);
   }
 }
 
@@ -322,7 +368,9 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
                                 const PagedAttentionBatch& b, Tensor& out) {
   XI_CHECK(q.rank() == 3 && k_cache.rank() == 3 && v_cache.rank() == 3);
   const int64_t t_rows = q.dim(0), hq = q.dim(1), d = q.dim(2), hkv = k_cache.dim(1);
-  if (!features_.avx512 || d % 16 != 0) return CpuOps::PagedAttention(q, k_cache, v_cache, b, out);
+  const bool avx512 = features_.avx512 && d % 16 == 0;
+  const bool simd = !features_.avx512 && features_.simd && cpu::simd::AttentionSupports(d);
+  if (!avx512 && !simd) return CpuOps::PagedAttention(q, k_cache, v_cache, b, out);
   XI_CHECK(k_cache.dim(2) == d && hq % hkv == 0 && out.numel() == q.numel());
   XI_CHECK(v_cache.numel() == k_cache.numel());
   XI_CHECK(static_cast<int64_t>(b.positions.size()) == t_rows && b.block_size > 0);
@@ -349,7 +397,7 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
   const float* ks = k_cache.data<float>();
   const float* vs = v_cache.data<float>();
   float* os = out.data<float>();
-  const bool grouped = cpu::avx512::AttentionGroupSupports(d);
+  const bool grouped = avx512 && cpu::avx512::AttentionGroupSupports(d);
   // One work item per (query row, KV head): its `group` query heads share the K/V rows. Rows of
   // a prefill have different lengths, hence the dynamic schedule.
 #pragma omp parallel for schedule(dynamic, 2) num_threads(nth) if (t_rows * hkv > 1)
@@ -377,6 +425,11 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
       continue;
     }
     for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+      if (simd) {
+        cpu::simd::AttentionRow(qs + (t * hq + h) * d, ks, vs, off, n_keys, d, scale, scores,
+                                os + (t * hq + h) * d);
+        continue;
+      }
       cpu::avx512::AttentionRow(qs + (t * hq + h) * d, ks, vs, off, n_keys, d, scale, scores,
                                 os + (t * hq + h) * d);
     }

@@ -31,6 +31,8 @@ class FastCpuOps : public CpuOps {
                       const PagedAttentionBatch& batch, Tensor& out) override;
 
  private:
+  // QuantLinear with Highway's kernels (CPUs without AVX-512).
+  void QuantLinearSimd(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out);
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
   const float* ToF32(const Tensor& t, std::vector<float>& dst);
   void EnsureRopeTable(double theta, int64_t dim, int64_t max_pos);

@@ -8,8 +8,11 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/cpu/quant_ops.h"
@@ -50,6 +53,27 @@ class FastCpuOpsTest : public ::testing::Test {
   CpuOps ref_;
   std::mt19937 rng_{7};
 };
+
+// Which kernels this process runs: on ARM64 (NEON everywhere) and under XINFER_ISA=avx2|sse4 the
+// Highway ones, so that the suites below test them there (CTest's backend_tests_simd_* runs).
+TEST_F(FastCpuOpsTest, KernelsInUse) {
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  const std::string name = cpu::KernelIsaName();
+  RecordProperty("kernels", name);
+  std::printf("kernels in use: %s\n", name.c_str());
+  const char* cap = std::getenv("XINFER_ISA");
+  const std::string isa = cap != nullptr ? cap : "";
+#if defined(__aarch64__)
+  EXPECT_TRUE(f.simd);
+  EXPECT_EQ(name.rfind("simd-", 0), 0u) << name;
+#endif
+  const std::string expected = isa == "avx2"       ? "simd-AVX2"
+                               : isa == "sse4"     ? "simd-SSE4"
+                               : isa == "portable" ? "portable"
+                                                   : name;
+  EXPECT_EQ(name, expected);
+  EXPECT_EQ(f.avx512, name.rfind("avx512", 0) == 0) << name;
+}
 
 // Both BF16 paths: F32 activations (default) and, with bf16_activations, activations rounded to
 // BF16 (the reference rounds them too; on CPUs without AVX512-BF16 that option has no effect).
@@ -128,8 +152,12 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
 // panel above), and bitwise the same for a row whatever the batch around it and the thread count.
 // With bf16_activations the vdpbf16ps 4-bit kernels (AVX512-BF16 CPUs) take x rounded to BF16,
 // and so does the reference they are compared with.
+// Without AVX-512, Highway's kernels (every format, Q4_K/Q6_K included) take the same checks; the
+// dequantized rows they multiply must equal DequantizeRow's exactly.
 TEST_F(FastCpuOpsTest, QuantLinearMatchesReferenceAndIsBitwiseBatchInvariant) {
-  if (!cpu::DetectCpuFeatures().avx512) GTEST_SKIP() << "no AVX-512: FastCpuOps uses the reference";
+  const cpu::CpuFeatures& features = cpu::DetectCpuFeatures();
+  if (!features.avx512 && !features.simd)
+    GTEST_SKIP() << "no SIMD kernels on this CPU: FastCpuOps uses the reference";
   struct Case {
     QuantType type;
     int64_t group;
@@ -137,20 +165,25 @@ TEST_F(FastCpuOpsTest, QuantLinearMatchesReferenceAndIsBitwiseBatchInvariant) {
   for (bool bf16_activations : {false, true}) {
     FastCpuOps ops(bf16_activations);
     for (Case c : {Case{QuantType::kQ8_0, 0}, Case{QuantType::kQ4_0, 0}, Case{QuantType::kAwq4, 32},
-                   Case{QuantType::kAwq4, 64}, Case{QuantType::kAwq4, 128}}) {
-      for (int64_t k : {128, 384, 896}) {
+                   Case{QuantType::kAwq4, 64}, Case{QuantType::kAwq4, 128},
+                   Case{QuantType::kQ4_K, 0}, Case{QuantType::kQ6_K, 0}}) {
+      const bool k_quant = c.type == QuantType::kQ4_K || c.type == QuantType::kQ6_K;
+      for (int64_t k : {128, 384, 512, 896}) {
         if (c.group > 0 && k % c.group != 0) continue;
+        if (k_quant != (k % 256 == 0)) continue;
         const int64_t t = 19, n = 77;
         std::vector<float> wd;
         QuantTensor w = MakeQuant(*backend_, c.type, n, k, static_cast<uint32_t>(k + c.group), &wd,
                                   c.group > 0 ? c.group : 32);
-        ASSERT_TRUE(cpu::avx512::QuantKernelSupports(w));
+        if (features.avx512) {
+          ASSERT_EQ(cpu::avx512::QuantKernelSupports(w), !k_quant);
+        }
         Tensor x = Random(DType::kF32, {t, k});
         Tensor b = Random(DType::kF32, {n});
         Tensor full = backend_->NewTensor(DType::kF32, {t, n});
         ops.QuantLinear(x, w, &b, full);
-        const bool rounds_x = ops.bf16_path() == cpu::Bf16Path::kBf16Dot &&
-                              cpu::avx512::NibbleBf16Supports(w, cpu::DetectCpuFeatures());
+        const bool rounds_x = ops.bf16_path() == cpu::Bf16Path::kBf16Dot && features.avx512 &&
+                              cpu::avx512::NibbleBf16Supports(w, features);
         Tensor xr = Copy(x);
         if (rounds_x)
           for (int64_t i = 0; i < xr.numel(); ++i)
@@ -205,10 +238,17 @@ TEST_F(FastCpuOpsTest, ElementwiseOpsMatchReference) {
   // exp over the whole useful range, including underflow to 0 and the clamp near overflow.
   std::vector<float> x, y(2001);
   for (int i = 0; i <= 2000; ++i) x.push_back(-110.f + i * 0.0992f);  // up to 88.4
-  cpu::avx512::Exp(x.data(), static_cast<int64_t>(x.size()), y.data());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double ref = std::exp(static_cast<double>(x[i]));
-    ASSERT_NEAR(y[i], ref, 4e-7 * ref + 1e-37) << x[i];
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  for (int impl = 0; impl < 2; ++impl) {
+    if (impl == 0 && !f.avx512) continue;
+    if (impl == 1 && !f.simd) continue;
+    std::fill(y.begin(), y.end(), 0.f);
+    if (impl == 0) cpu::avx512::Exp(x.data(), static_cast<int64_t>(x.size()), y.data());
+    if (impl == 1) cpu::simd::Exp(x.data(), static_cast<int64_t>(x.size()), y.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double ref = std::exp(static_cast<double>(x[i]));
+      ASSERT_NEAR(y[i], ref, 4e-7 * ref + 1e-37) << x[i] << (impl == 0 ? " avx512" : " simd");
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 // StoreTile must give, bit for bit, what one _mm512_reduce_add_ps per accumulator gives: it is
 // part of every kernel's per-element instruction sequence, and tiles of every shape (including
 // the partial groups of the edge tiles) must agree for batch invariance.
+#if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -89,3 +91,5 @@ TEST(StoreTileTest, BitwiseEqualsOneReductionPerAccumulator) {
 
 }  // namespace
 }  // namespace xinfer::cpu::avx512
+
+#endif  // defined(__x86_64__)

@@ -1,0 +1,61 @@
+// The avx512:: kernel entry points on CPUs that are not x86-64 (ARM64 Kunpeng, ...), where the
+// AVX-512 kernel files compile to nothing. DetectCpuFeatures() reports no AVX-512 there, so
+// FastCpuOps never calls these; the *Supports queries answer false and anything else is an
+// invariant violation.
+#if !defined(__x86_64__)
+#include "backend/cpu/cpu_kernels.h"
+#include "base/check.h"
+
+namespace xinfer::cpu::avx512 {
+namespace {
+[[noreturn]] void NotOnThisCpu() {
+  XI_CHECK_MSG(false, "an AVX-512 kernel was called on a CPU without AVX-512");
+  __builtin_unreachable();
+}
+}  // namespace
+
+bool QuantKernelSupports(const QuantTensor&) { return false; }
+bool NibbleBf16Supports(const QuantTensor&, const CpuFeatures&) { return false; }
+bool AttentionGroupSupports(int64_t) { return false; }
+void QuantKernelTablesInit() {}
+void QuantLinearQ8Direct(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  NotOnThisCpu();
+}
+void DequantizeRowsQ8(const QuantTensor&, int64_t, int64_t, float*) { NotOnThisCpu(); }
+void QuantLinearNibble(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  NotOnThisCpu();
+}
+int64_t QuantBlockElemsForSums(const QuantTensor&) { NotOnThisCpu(); }
+void QuantBlockSums(const float*, int64_t, int64_t, int64_t, int64_t, float, float*, int64_t) {
+  NotOnThisCpu();
+}
+void NibbleBf16PrepareX(QuantType, const float*, int64_t, int64_t, int64_t, uint16_t*, int64_t,
+                        float*, int64_t, bool) {
+  NotOnThisCpu();
+}
+void QuantLinearNibbleBf16(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  NotOnThisCpu();
+}
+void LinearF32Acc(const LinearTask&, int64_t, int64_t, int64_t, int64_t) { NotOnThisCpu(); }
+void LinearBf16Dot(const LinearTask&, int64_t, int64_t, int64_t, int64_t) { NotOnThisCpu(); }
+void LinearBf16Widen(const LinearTask&, int64_t, int64_t, int64_t, int64_t) { NotOnThisCpu(); }
+void PermuteEvenOdd(const float*, int64_t, int64_t, float*, int64_t) { NotOnThisCpu(); }
+void RoundRowsToBf16(const float*, int64_t, int64_t, uint16_t*, int64_t) { NotOnThisCpu(); }
+void RmsNormRow(const float*, const float*, int64_t, float, float*) { NotOnThisCpu(); }
+void SiluMul(const float*, const float*, int64_t, float*) { NotOnThisCpu(); }
+void Add(const float*, const float*, int64_t, float*) { NotOnThisCpu(); }
+void Exp(const float*, int64_t, float*) { NotOnThisCpu(); }
+void AttentionRow(const float*, const float*, const float*, const int64_t*, int64_t, int64_t, float,
+                  float*, float*) {
+  NotOnThisCpu();
+}
+void AttentionGroup(const float*, int64_t, int, const float*, const float*, const int64_t*, int64_t,
+                    int64_t, float, float*, float*, int64_t) {
+  NotOnThisCpu();
+}
+float ReadSum(const float*, int64_t) { NotOnThisCpu(); }
+float FmaLoop(int64_t) { NotOnThisCpu(); }
+float Bf16DotLoop(int64_t) { NotOnThisCpu(); }
+
+}  // namespace xinfer::cpu::avx512
+#endif  // !defined(__x86_64__)

@@ -1,0 +1,478 @@
+// Portable SIMD kernels written once with Google Highway and compiled for every target it knows
+// (x86 SSE4 / AVX2 / AVX-512, ARM NEON / SVE, ...), chosen at run time by HWY_DYNAMIC_DISPATCH.
+// FastCpuOps uses them on CPUs without the hand-written AVX-512 kernels: AVX2 servers and the
+// ARM64 (Kunpeng) machines this project targets.
+//
+// Batch invariance, as in cpu_kernels.h: an output element of Linear is one accumulator vector
+// over K in steps of Lanes(), the K tail through a zero-padded buffer with the same vector code,
+// then SumOfLanes and the bias; a tile computes each element the same way whatever its size or
+// place. Elementwise ops run their tails through the same vector code too, so an element's result
+// does not depend on where a thread's range starts.
+//
+// Sizeless vectors (SVE) cannot live in arrays or lambda captures, hence the named accumulators
+// and macros below.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backend/cpu/cpu_kernels_hwy.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// foreach_target.h must come first.
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace xinfer::cpu {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+// Rows of x per Linear tile: 4 x 4 accumulators + 4 x + 1 w need the 32 registers of NEON, SVE
+// and AVX-512; AVX2 and SSE4 have 16 (2 x 4 accumulators + 2 x + 1 w).
+#if HWY_ARCH_ARM || (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
+constexpr int kMr = 4;
+#else
+constexpr int kMr = 2;
+#endif
+constexpr int kNr = 4;  // weight rows per tile
+
+HWY_INLINE VF LoadW(DF df, const float* p) { return hn::LoadU(df, p); }
+HWY_INLINE VF LoadW(DF df, const hwy::bfloat16_t* p) {
+  const hn::Rebind<hwy::bfloat16_t, DF> dbf;
+  return hn::PromoteTo(df, hn::LoadU(dbf, p));
+}
+HWY_INLINE VF LoadW(DF df, const hwy::float16_t* p) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, p));
+}
+
+// The K tail of a weight row, widened to F32 into a zero-padded buffer.
+void WidenTail(const float* p, int64_t n, float* out) { std::memcpy(out, p, n * sizeof(float)); }
+void WidenTail(const hwy::bfloat16_t* p, int64_t n, float* out) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(p);
+  for (int64_t i = 0; i < n; ++i) out[i] = Bf16ToF32(s[i]);
+}
+void WidenTail(const hwy::float16_t* p, int64_t n, float* out) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(p);
+  for (int64_t i = 0; i < n; ++i) out[i] = F16ToF32(s[i]);
+}
+
+// One k-step of the tile: weight row J (loaded by LOADW) meets every x row of the tile.
+#define XI_HWY_ROW(J, LOADW)                                  \
+  {                                                           \
+    const VF wv = LOADW;                                      \
+    a0##J = hn::MulAdd(xv0, wv, a0##J);                       \
+    if constexpr (MR > 1) a1##J = hn::MulAdd(xv1, wv, a1##J); \
+    if constexpr (MR > 2) a2##J = hn::MulAdd(xv2, wv, a2##J); \
+    if constexpr (MR > 3) a3##J = hn::MulAdd(xv3, wv, a3##J); \
+  }
+#define XI_HWY_STORE_ROW(I)                                                               \
+  if (MR > I) {                                                                           \
+    float* o = out + I * ldo;                                                             \
+    o[0] = hn::GetLane(hn::SumOfLanes(df, a##I##0)) + (bias ? bias[0] : 0.f);             \
+    if (nr > 1) o[1] = hn::GetLane(hn::SumOfLanes(df, a##I##1)) + (bias ? bias[1] : 0.f); \
+    if (nr > 2) o[2] = hn::GetLane(hn::SumOfLanes(df, a##I##2)) + (bias ? bias[2] : 0.f); \
+    if (nr > 3) o[3] = hn::GetLane(hn::SumOfLanes(df, a##I##3)) + (bias ? bias[3] : 0.f); \
+  }
+
+// MR rows of x times nr (<= 4) weight rows; missing weight rows repeat row 0 and are not stored.
+template <int MR, typename TW>
+HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, int64_t ldx, const TW* HWY_RESTRICT w,
+                       int64_t k, int64_t nr, const float* HWY_RESTRICT bias,
+                       float* HWY_RESTRICT out, int64_t ldo, bool prefetch) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const TW* w0 = w;
+  const TW* w1 = nr > 1 ? w + k : w;
+  const TW* w2 = nr > 2 ? w + 2 * k : w;
+  const TW* w3 = nr > 3 ? w + 3 * k : w;
+  const float* x0 = x;
+  const float* x1 = MR > 1 ? x + ldx : x;
+  const float* x2 = MR > 2 ? x + 2 * ldx : x;
+  const float* x3 = MR > 3 ? x + 3 * ldx : x;
+  VF a00 = hn::Zero(df), a01 = a00, a02 = a00, a03 = a00;
+  VF a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  VF a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+  VF a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  const int64_t row_bytes = k * static_cast<int64_t>(sizeof(TW));
+  const int64_t pf_dist = PrefetchDistance<kNr>(row_bytes);
+  int64_t kk = 0;
+  for (; kk + lanes <= k; kk += lanes) {
+    const int64_t byte = kk * static_cast<int64_t>(sizeof(TW));
+    if (prefetch && (byte & 63) < lanes * static_cast<int64_t>(sizeof(TW)))
+      PrefetchAhead<kNr>(w, pf_dist, row_bytes, byte & ~int64_t{63});
+    const VF xv0 = hn::LoadU(df, x0 + kk);
+    const VF xv1 = MR > 1 ? hn::LoadU(df, x1 + kk) : xv0;
+    const VF xv2 = MR > 2 ? hn::LoadU(df, x2 + kk) : xv0;
+    const VF xv3 = MR > 3 ? hn::LoadU(df, x3 + kk) : xv0;
+    XI_HWY_ROW(0, LoadW(df, w0 + kk))
+    XI_HWY_ROW(1, LoadW(df, w1 + kk))
+    XI_HWY_ROW(2, LoadW(df, w2 + kk))
+    XI_HWY_ROW(3, LoadW(df, w3 + kk))
+  }
+  if (kk < k) {
+    const int64_t rem = k - kk;
+    HWY_ALIGN float xt[4][kMaxLanes] = {};
+    HWY_ALIGN float wt[4][kMaxLanes] = {};
+    const float* xs[4] = {x0, x1, x2, x3};
+    const TW* ws[4] = {w0, w1, w2, w3};
+    for (int i = 0; i < MR; ++i) std::memcpy(xt[i], xs[i] + kk, rem * sizeof(float));
+    for (int j = 0; j < kNr; ++j) WidenTail(ws[j] + kk, rem, wt[j]);
+    const VF xv0 = hn::Load(df, xt[0]);
+    const VF xv1 = hn::Load(df, xt[MR > 1 ? 1 : 0]);
+    const VF xv2 = hn::Load(df, xt[MR > 2 ? 2 : 0]);
+    const VF xv3 = hn::Load(df, xt[MR > 3 ? 3 : 0]);
+    XI_HWY_ROW(0, hn::Load(df, wt[0]))
+    XI_HWY_ROW(1, hn::Load(df, wt[1]))
+    XI_HWY_ROW(2, hn::Load(df, wt[2]))
+    XI_HWY_ROW(3, hn::Load(df, wt[3]))
+  }
+  XI_HWY_STORE_ROW(0)
+  XI_HWY_STORE_ROW(1)
+  XI_HWY_STORE_ROW(2)
+  XI_HWY_STORE_ROW(3)
+}
+#undef XI_HWY_ROW
+#undef XI_HWY_STORE_ROW
+
+template <typename TW>
+using TileFn = void (*)(const float*, int64_t, const TW*, int64_t, int64_t, const float*, float*,
+                        int64_t, bool);
+template <typename TW>
+constexpr TileFn<TW> kTiles[4] = {Tile<1, TW>, Tile<kMr >= 2 ? 2 : 1, TW>,
+                                  Tile<kMr >= 3 ? 3 : 1, TW>, Tile<kMr >= 4 ? 4 : 1, TW>};
+
+template <typename TW>
+void LinearTyped(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  const TW* w = static_cast<const TW*>(t.w);
+  const int64_t row_bytes = t.k * static_cast<int64_t>(sizeof(TW));
+  // Small batches (decode) stream each weight tile past all rows of x while it is in L1; larger
+  // ones (prefill) keep a block of weight rows in L2 while every tile of x passes over it. Only
+  // the loop order differs, never an element's arithmetic.
+  const bool stream = (t1 - t0) * t.ldx * 4 <= (64 << 10);
+  const int64_t block = stream ? kNr : std::max<int64_t>(kNr, (256 << 10) / row_bytes / kNr * kNr);
+  ForEachTile<kMr, kNr>(t0, t1, n0, n1, block, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
+    kTiles<TW>[mr - 1](t.x + r * t.ldx, t.ldx, w + n * t.k, t.k, nr,
+                       t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n, t.ldo,
+                       stream || r == t0);
+  });
+}
+
+// Row r of a quantized weight as F32 (w.cols floats), the same values DequantizeRow gives (one
+// exactly rounded product per element): Q8_0, Q4_0 and AWQ4 with vectors, other formats (and
+// vectors wider than a block) through DequantizeRow.
+void DequantRow(const QuantTensor& w, int64_t r, float* HWY_RESTRICT out) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<int8_t, DF> d8;
+  const hn::Rebind<uint8_t, DF> du8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const uint8_t* src = w.row(r);
+  if (w.type == QuantType::kQ8_0 && lanes <= 32) {
+    for (int64_t b = 0; b < w.cols / 32; ++b) {
+      const uint8_t* blk = src + b * 34;
+      uint16_t bits;
+      std::memcpy(&bits, blk, 2);
+      const VF d = hn::Set(df, F16ToF32(bits));
+      const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+      for (int64_t c = 0; c < 32; c += lanes)
+        hn::StoreU(hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, q + c))), d), df,
+                   out + b * 32 + c);
+    }
+    return;
+  }
+  if (w.type == QuantType::kQ4_0 && lanes <= 16) {
+    const auto mask = hn::Set(di, 15), eight = hn::Set(di, 8);
+    for (int64_t b = 0; b < w.cols / 32; ++b) {
+      const uint8_t* blk = src + b * 18;
+      uint16_t bits;
+      std::memcpy(&bits, blk, 2);
+      const VF d = hn::Set(df, F16ToF32(bits));
+      for (int64_t c = 0; c < 16; c += lanes) {
+        const auto v = hn::PromoteTo(di, hn::LoadU(du8, blk + 2 + c));
+        const auto lo = hn::Sub(hn::And(v, mask), eight);
+        const auto hi = hn::Sub(hn::ShiftRight<4>(v), eight);
+        hn::StoreU(hn::Mul(hn::ConvertTo(df, lo), d), df, out + b * 32 + c);
+        hn::StoreU(hn::Mul(hn::ConvertTo(df, hi), d), df, out + b * 32 + 16 + c);
+      }
+    }
+    return;
+  }
+  if (w.type == QuantType::kAwq4 && w.group_size % (2 * lanes) == 0) {
+    const int64_t gs = w.group_size, groups = w.cols / gs;
+    const float* scales = w.scales.data<float>() + r * groups;
+    const float* zeros = w.zeros.data<float>() + r * groups;
+    const auto mask = hn::Set(di, 15);
+    for (int64_t g = 0; g < groups; ++g) {
+      const VF s = hn::Set(df, scales[g]), z = hn::Set(df, zeros[g]);
+      const uint8_t* q = src + g * gs / 2;
+      for (int64_t i = 0; i < gs / 2; i += lanes) {
+        const auto v = hn::PromoteTo(di, hn::LoadU(du8, q + i));
+        const VF even = hn::Mul(hn::Sub(hn::ConvertTo(df, hn::And(v, mask)), z), s);
+        const VF odd = hn::Mul(hn::Sub(hn::ConvertTo(df, hn::ShiftRight<4>(v)), z), s);
+        hn::StoreInterleaved2(even, odd, df, out + g * gs + 2 * i);
+      }
+    }
+    return;
+  }
+  xinfer::DequantizeRow(w, r, out);
+}
+
+// Runs `op` over n elements in full vectors; the tail goes through zero-padded buffers and the
+// same vector code, so each element's result is independent of where the range starts.
+#define XI_HWY_ELEMENTWISE(N_, IN_A, IN_B, OUT, EXPR)                        \
+  {                                                                          \
+    const DF df;                                                             \
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));               \
+    int64_t i = 0;                                                           \
+    for (; i + lanes <= (N_); i += lanes) {                                  \
+      const VF va = hn::LoadU(df, (IN_A) + i);                               \
+      const VF vb = hn::LoadU(df, (IN_B) + i);                               \
+      (void)vb;                                                              \
+      hn::StoreU(EXPR, df, (OUT) + i);                                       \
+    }                                                                        \
+    if (i < (N_)) {                                                          \
+      HWY_ALIGN float ta[kMaxLanes] = {}, tb[kMaxLanes] = {}, to[kMaxLanes]; \
+      const int64_t rem = (N_)-i;                                            \
+      std::memcpy(ta, (IN_A) + i, rem * sizeof(float));                      \
+      std::memcpy(tb, (IN_B) + i, rem * sizeof(float));                      \
+      const VF va = hn::Load(df, ta);                                        \
+      const VF vb = hn::Load(df, tb);                                        \
+      (void)vb;                                                              \
+      hn::Store(EXPR, df, to);                                               \
+      std::memcpy((OUT) + i, to, rem * sizeof(float));                       \
+    }                                                                        \
+  }
+
+// Highway's Exp is valid up to x = 104; the clamp makes every larger x give +inf too (the float
+// result overflows above 88.72), which SiLU needs for very negative gates.
+HWY_INLINE VF ExpClamped(DF df, VF x) { return hn::Exp(df, hn::Min(x, hn::Set(df, 100.f))); }
+
+}  // namespace
+
+void Linear(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  switch (t.wdtype) {
+    case DType::kF32:
+      return LinearTyped<float>(t, t0, t1, n0, n1);
+    case DType::kBF16:
+      return LinearTyped<hwy::bfloat16_t>(t, t0, t1, n0, n1);
+    default:
+      return LinearTyped<hwy::float16_t>(t, t0, t1, n0, n1);
+  }
+}
+
+void QuantLinear(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1,
+                 float* panel, int64_t panel_rows) {
+  const int64_t k = t.w->cols;
+  for (int64_t bs = n0; bs < n1; bs += panel_rows) {
+    const int64_t be = std::min(n1, bs + panel_rows);
+    for (int64_t r = bs; r < be; ++r) DequantRow(*t.w, r, panel + (r - bs) * k);
+    LinearTask dense;
+    dense.x = t.x;
+    dense.ldx = t.ldx;
+    dense.w = panel;
+    dense.wdtype = DType::kF32;
+    dense.k = k;
+    dense.bias = t.bias != nullptr ? t.bias + bs : nullptr;
+    dense.out = t.out + bs;
+    dense.ldo = t.ldo;
+    LinearTyped<float>(dense, t0, t1, 0, be - bs);
+  }
+}
+
+void SiluMul(const float* g, const float* u, int64_t n, float* out) {
+  XI_HWY_ELEMENTWISE(
+      n, g, u, out,
+      hn::Mul(hn::Div(va, hn::Add(hn::Set(df, 1.f), ExpClamped(df, hn::Neg(va)))), vb))
+}
+
+void Add(const float* a, const float* b, int64_t n, float* out) {
+  XI_HWY_ELEMENTWISE(n, a, b, out, hn::Add(va, vb))
+}
+
+void Exp(const float* x, int64_t n, float* out) {
+  XI_HWY_ELEMENTWISE(n, x, x, out, ExpClamped(df, va))
+}
+
+void RmsNormRow(const float* x, const float* w, int64_t n, float eps, float* out) {
+  // Sum of squares in double, as the reference does (a few hundred ns per row; not worth SIMD).
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float inv = static_cast<float>(1.0 / std::sqrt(ss / n + eps));
+  XI_HWY_ELEMENTWISE(n, x, w, out, hn::Mul(hn::Mul(va, hn::Set(df, inv)), vb))
+}
+#undef XI_HWY_ELEMENTWISE
+
+int64_t F32Lanes() { return static_cast<int64_t>(hn::Lanes(DF())); }
+
+int64_t Target() { return HWY_TARGET; }
+
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  // Scores, four keys at a time for independent FMA chains; each key's sequence is the same as
+  // alone (one accumulator over d in element order, then SumOfLanes).
+  float mx = -INFINITY;
+  int64_t p = 0;
+  for (; p + 4 <= n_keys; p += 4) {
+    const float* k0 = k_base + row_off[p];
+    const float* k1 = k_base + row_off[p + 1];
+    const float* k2 = k_base + row_off[p + 2];
+    const float* k3 = k_base + row_off[p + 3];
+    VF s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t c = 0; c < d; c += lanes) {
+      const VF qv = hn::LoadU(df, q + c);
+      s0 = hn::MulAdd(qv, hn::LoadU(df, k0 + c), s0);
+      s1 = hn::MulAdd(qv, hn::LoadU(df, k1 + c), s1);
+      s2 = hn::MulAdd(qv, hn::LoadU(df, k2 + c), s2);
+      s3 = hn::MulAdd(qv, hn::LoadU(df, k3 + c), s3);
+    }
+    scores[p] = hn::GetLane(hn::SumOfLanes(df, s0)) * scale;
+    scores[p + 1] = hn::GetLane(hn::SumOfLanes(df, s1)) * scale;
+    scores[p + 2] = hn::GetLane(hn::SumOfLanes(df, s2)) * scale;
+    scores[p + 3] = hn::GetLane(hn::SumOfLanes(df, s3)) * scale;
+    mx = std::max({mx, scores[p], scores[p + 1], scores[p + 2], scores[p + 3]});
+  }
+  for (; p < n_keys; ++p) {
+    const float* kr = k_base + row_off[p];
+    VF s = hn::Zero(df);
+    for (int64_t c = 0; c < d; c += lanes)
+      s = hn::MulAdd(hn::LoadU(df, q + c), hn::LoadU(df, kr + c), s);
+    scores[p] = hn::GetLane(hn::SumOfLanes(df, s)) * scale;
+    mx = std::max(mx, scores[p]);
+  }
+  // exp(score - max), through the same vector code for the tail.
+  const VF vmx = hn::Set(df, mx);
+  int64_t i = 0;
+  for (; i + lanes <= n_keys; i += lanes)
+    hn::StoreU(hn::Exp(df, hn::Sub(hn::LoadU(df, scores + i), vmx)), df, scores + i);
+  if (i < n_keys) {
+    HWY_ALIGN float tail[kMaxLanes] = {};
+    std::memcpy(tail, scores + i, (n_keys - i) * sizeof(float));
+    hn::Store(hn::Exp(df, hn::Sub(hn::Load(df, tail), vmx)), df, tail);
+    std::memcpy(scores + i, tail, (n_keys - i) * sizeof(float));
+  }
+  double denom = 0;
+  for (int64_t j = 0; j < n_keys; ++j) denom += scores[j];
+  // Weighted sum of V rows, accumulated in `out` (in L1) key by key.
+  for (int64_t c = 0; c < d; c += lanes) hn::StoreU(hn::Zero(df), df, out + c);
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const VF wj = hn::Set(df, scores[j]);
+    const float* vr = v_base + row_off[j];
+    for (int64_t c = 0; c < d; c += lanes)
+      hn::StoreU(hn::MulAdd(wj, hn::LoadU(df, vr + c), hn::LoadU(df, out + c)), df, out + c);
+  }
+  const VF inv = hn::Set(df, static_cast<float>(1.0 / denom));
+  for (int64_t c = 0; c < d; c += lanes)
+    hn::StoreU(hn::Mul(hn::LoadU(df, out + c), inv), df, out + c);
+}
+
+float ReadSum(const float* p, int64_t n) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    a0 = hn::Add(a0, hn::LoadU(df, p + i));
+    a1 = hn::Add(a1, hn::LoadU(df, p + i + lanes));
+    a2 = hn::Add(a2, hn::LoadU(df, p + i + 2 * lanes));
+    a3 = hn::Add(a3, hn::LoadU(df, p + i + 3 * lanes));
+  }
+  float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+float FmaLoop(int64_t iters) {
+  const DF df;
+  const VF a = hn::Set(df, 0.999f), b = hn::Set(df, 0.001f);
+  VF c0 = hn::Set(df, 0.f), c1 = hn::Set(df, 1.f), c2 = hn::Set(df, 2.f), c3 = hn::Set(df, 3.f);
+  VF c4 = hn::Set(df, 4.f), c5 = hn::Set(df, 5.f), c6 = hn::Set(df, 6.f), c7 = hn::Set(df, 7.f);
+  VF c8 = hn::Set(df, 8.f), c9 = hn::Set(df, 9.f), c10 = hn::Set(df, 10.f), c11 = hn::Set(df, 11.f);
+  for (int64_t i = 0; i < iters; ++i) {
+    c0 = hn::MulAdd(c0, a, b);
+    c1 = hn::MulAdd(c1, a, b);
+    c2 = hn::MulAdd(c2, a, b);
+    c3 = hn::MulAdd(c3, a, b);
+    c4 = hn::MulAdd(c4, a, b);
+    c5 = hn::MulAdd(c5, a, b);
+    c6 = hn::MulAdd(c6, a, b);
+    c7 = hn::MulAdd(c7, a, b);
+    c8 = hn::MulAdd(c8, a, b);
+    c9 = hn::MulAdd(c9, a, b);
+    c10 = hn::MulAdd(c10, a, b);
+    c11 = hn::MulAdd(c11, a, b);
+  }
+  const VF s = hn::Add(
+      hn::Add(hn::Add(hn::Add(c0, c1), hn::Add(c2, c3)), hn::Add(hn::Add(c4, c5), hn::Add(c6, c7))),
+      hn::Add(hn::Add(c8, c9), hn::Add(c10, c11)));
+  return hn::GetLane(hn::SumOfLanes(df, s));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace xinfer::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace xinfer::cpu::simd {
+
+HWY_EXPORT(Linear);
+HWY_EXPORT(QuantLinear);
+HWY_EXPORT(SiluMul);
+HWY_EXPORT(Add);
+HWY_EXPORT(Exp);
+HWY_EXPORT(RmsNormRow);
+HWY_EXPORT(F32Lanes);
+HWY_EXPORT(Target);
+HWY_EXPORT(AttentionRow);
+HWY_EXPORT(ReadSum);
+HWY_EXPORT(FmaLoop);
+
+int64_t TargetBits() { return HWY_DYNAMIC_DISPATCH(Target)(); }
+bool Available() { return (TargetBits() & (HWY_SCALAR | HWY_EMU128)) == 0; }
+const char* TargetName() { return hwy::TargetName(TargetBits()); }
+int64_t F32Lanes() { return HWY_DYNAMIC_DISPATCH(F32Lanes)(); }
+void Linear(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  HWY_DYNAMIC_DISPATCH(Linear)(task, t0, t1, n0, n1);
+}
+int64_t QuantPanelRows(int64_t x_rows, int64_t k) {
+  // Decode-sized x: 4 rows at a time, dequantized into L1 and met by all rows of x at once;
+  // otherwise an L2-sized panel that every tile of x passes over.
+  if (x_rows * k * 4 <= (64 << 10)) return 4;
+  return std::max<int64_t>(4, (256 << 10) / (k * 4) / 4 * 4);
+}
+void QuantLinear(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1,
+                 float* panel, int64_t panel_rows) {
+  HWY_DYNAMIC_DISPATCH(QuantLinear)(task, t0, t1, n0, n1, panel, panel_rows);
+}
+void RmsNormRow(const float* x, const float* w, int64_t n, float eps, float* out) {
+  HWY_DYNAMIC_DISPATCH(RmsNormRow)(x, w, n, eps, out);
+}
+void SiluMul(const float* g, const float* u, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(SiluMul)(g, u, n, out);
+}
+void Add(const float* a, const float* b, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(Add)(a, b, n, out);
+}
+void Exp(const float* x, int64_t n, float* out) { HWY_DYNAMIC_DISPATCH(Exp)(x, n, out); }
+bool AttentionSupports(int64_t d) { return d % F32Lanes() == 0; }
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+  HWY_DYNAMIC_DISPATCH(AttentionRow)(q, k_base, v_base, row_off, n_keys, d, scale, scores, out);
+}
+float ReadSum(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(ReadSum)(p, n); }
+float FmaLoop(int64_t iters) { return HWY_DYNAMIC_DISPATCH(FmaLoop)(iters); }
+
+}  // namespace xinfer::cpu::simd
+#endif  // HWY_ONCE

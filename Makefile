@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 CTEST_ARGS ?= --output-on-failure
 
-.PHONY: all deps build build-debug test test-asan test-tsan serve format clean node-deps
+.PHONY: all deps build build-debug test test-asan test-tsan test-arm64 serve format clean node-deps
 
 all: build
 
@@ -42,6 +42,11 @@ test-tsan: deps node-deps
 	@cd build-tsan && OMP_NUM_THREADS=1 ./bin/engine_tests && ./bin/server_tests && \
 	  OMP_NUM_THREADS=1 ctest $(CTEST_ARGS) -L server
 
+# The CPU backend's unit tests cross-compiled for aarch64 (Kunpeng) in build-arm64/ and run under
+# qemu-aarch64; the script installs the cross compiler, qemu-user and the :arm64 libraries.
+test-arm64:
+	@JOBS=$(JOBS) scripts/test-arm64.sh
+
 serve: build
 	@scripts/serve-default.sh
 
@@ -49,4 +54,4 @@ format:
 	@clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')
 
 clean:
-	rm -rf build build-debug build-asan build-tsan
+	rm -rf build build-debug build-asan build-tsan build-arm64

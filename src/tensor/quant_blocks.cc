@@ -60,6 +60,8 @@ void QuantQ4_0(const float* x, uint8_t* b) {
   }
 }
 
+}  // namespace
+
 // --- Q4_K: f16 d | f16 dmin | u8 scales[12] | u8 q[128] ----------------------------------------
 // Eight sub-blocks of 32 with a 6-bit scale and 6-bit min each: x = d * sc * q - dmin * m.
 // scales[0..3] hold sc 0..3 (low 6 bits), scales[4..7] m 0..3; sub-blocks 4..7 keep their low 4
@@ -73,6 +75,8 @@ void ScaleMinK4(int j, const uint8_t* s, int* sc, int* m) {
     *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
+
+namespace {
 
 // The 256 values come in four chunks of 64: chunk c's first 32 are the low nibbles of
 // q[32c .. 32c+31], its last 32 the high nibbles.

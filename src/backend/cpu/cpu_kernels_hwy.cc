@@ -19,6 +19,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
+#include "tensor/quant_blocks.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/cpu_kernels_hwy.cc"
@@ -179,6 +180,61 @@ HWY_INLINE VF F16Scale(const uint8_t* p) {
   return hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du16, bits)));
 }
 
+// One Q4_K block (256 values, quant_blocks.cc): y = (d * sc) * q - dmin * m per sub-block of 32,
+// the reference's operations in its order (no FMA), so the values are DequantizeRow's.
+void DequantQ4K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint8_t, DF> du8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t o = 0; o < 144; o += 64) __builtin_prefetch(blk + kQuantPrefetchBytes + o, 0, 3);
+  uint16_t bits[2];
+  std::memcpy(bits, blk, 4);
+  const float d = F16ToF32(bits[0]), dmin = F16ToF32(bits[1]);
+  const uint8_t* q = blk + 16;
+  const auto mask = hn::Set(di, 15);
+  for (int c = 0; c < 4; ++c) {
+    int sc0, m0, sc1, m1;
+    ScaleMinK4(2 * c, blk + 4, &sc0, &m0);
+    ScaleMinK4(2 * c + 1, blk + 4, &sc1, &m1);
+    const VF d0 = hn::Set(df, d * sc0), dm0 = hn::Set(df, dmin * m0);
+    const VF d1 = hn::Set(df, d * sc1), dm1 = hn::Set(df, dmin * m1);
+    for (int64_t l = 0; l < 32; l += lanes) {
+      const auto v = hn::PromoteTo(di, hn::LoadU(du8, q + 32 * c + l));
+      hn::StoreU(hn::Sub(hn::Mul(d0, hn::ConvertTo(df, hn::And(v, mask))), dm0), df,
+                 y + 64 * c + l);
+      hn::StoreU(hn::Sub(hn::Mul(d1, hn::ConvertTo(df, hn::ShiftRight<4>(v))), dm1), df,
+                 y + 64 * c + 32 + l);
+    }
+  }
+}
+
+// One Q6_K block (256 values in two halves of 128): y = (d * sc) * (q - 32), as the reference.
+void DequantQ6K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint8_t, DF> du8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t o = 0; o < 210; o += 64) __builtin_prefetch(blk + kQuantPrefetchBytes + o, 0, 3);
+  uint16_t bits;
+  std::memcpy(&bits, blk + 208, 2);
+  const float d = F16ToF32(bits);
+  const auto mask = hn::Set(di, 15), three = hn::Set(di, 3), bias = hn::Set(di, 32);
+  const uint8_t* ql = blk;
+  const uint8_t* qh = blk + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+  for (int h = 0; h < 2; ++h, y += 128, ql += 64, qh += 32, sc += 8) {
+    for (int64_t r = 0; r < 128; r += lanes) {  // lanes <= 16: one scale per chunk
+      const auto low = r < 64 ? hn::And(hn::PromoteTo(di, hn::LoadU(du8, ql + r)), mask)
+                              : hn::ShiftRight<4>(hn::PromoteTo(di, hn::LoadU(du8, ql + r - 64)));
+      const auto high = hn::And(
+          hn::ShiftRightSame(hn::PromoteTo(di, hn::LoadU(du8, qh + r % 32)), 2 * (r / 32)), three);
+      const auto q = hn::Sub(hn::Or(low, hn::ShiftLeft<4>(high)), bias);
+      hn::StoreU(hn::Mul(hn::Set(df, d * sc[r / 16]), hn::ConvertTo(df, q)), df, y + r);
+    }
+  }
+}
+
 // Row r of a quantized weight as F32 (w.cols floats), the same values DequantizeRow gives (one
 // exactly rounded product per element): Q8_0, Q4_0 and AWQ4 with vectors, other formats (and
 // vectors wider than a block) through DequantizeRow.
@@ -235,6 +291,14 @@ void DequantRow(const QuantTensor& w, int64_t r, float* HWY_RESTRICT out) {
         hn::StoreInterleaved2(even, odd, df, out + g * gs + 2 * i);
       }
     }
+    return;
+  }
+  if (w.type == QuantType::kQ4_K && lanes <= 32) {
+    for (int64_t b = 0; b < w.cols / 256; ++b) DequantQ4K(src + b * 144, out + b * 256);
+    return;
+  }
+  if (w.type == QuantType::kQ6_K && lanes <= 16) {
+    for (int64_t b = 0; b < w.cols / 256; ++b) DequantQ6K(src + b * 210, out + b * 256);
     return;
   }
   xinfer::DequantizeRow(w, r, out);

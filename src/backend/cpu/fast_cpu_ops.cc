@@ -124,7 +124,10 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
 
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
                              Tensor& out) {
-  if (!features_.avx512 && features_.simd) return QuantLinearSimd(x, w, bias, out);
+  // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
+  // the AVX-512 kernels do not (Q4_K, Q6_K: Highway's AVX-512 target, instead of the reference).
+  if (features_.simd && !(features_.avx512 && cpu::avx512::QuantKernelSupports(w)))
+    return QuantLinearSimd(x, w, bias, out);
   if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w))
     return CpuOps::QuantLinear(x, w, bias, out);
   XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);

@@ -180,14 +180,21 @@ HWY_INLINE VF F16Scale(const uint8_t* p) {
   return hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du16, bits)));
 }
 
+// The descriptors the dequantizers use (empty types: no code).
+struct DequantTags {
+  DF df;
+  hn::RebindToSigned<DF> di;
+  hn::Rebind<int8_t, DF> d8;
+  hn::Rebind<uint8_t, DF> du8;
+};
+
 // One Q4_K block (256 values, quant_blocks.cc): y = (d * sc) * q - dmin * m per sub-block of 32,
 // the reference's operations in its order (no FMA), so the values are DequantizeRow's.
 void DequantQ4K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
-  const DF df;
-  const hn::RebindToSigned<DF> di;
-  const hn::Rebind<uint8_t, DF> du8;
+  const DequantTags tags;
+  const auto& [df, di, d8, du8] = tags;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  for (int64_t o = 0; o < 144; o += 64) __builtin_prefetch(blk + kQuantPrefetchBytes + o, 0, 3);
+  PrefetchRange(blk + kQuantPrefetchBytes, 144);
   uint16_t bits[2];
   std::memcpy(bits, blk, 4);
   const float d = F16ToF32(bits[0]), dmin = F16ToF32(bits[1]);
@@ -211,11 +218,10 @@ void DequantQ4K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
 
 // One Q6_K block (256 values in two halves of 128): y = (d * sc) * (q - 32), as the reference.
 void DequantQ6K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
-  const DF df;
-  const hn::RebindToSigned<DF> di;
-  const hn::Rebind<uint8_t, DF> du8;
+  const DequantTags tags;
+  const auto& [df, di, d8, du8] = tags;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  for (int64_t o = 0; o < 210; o += 64) __builtin_prefetch(blk + kQuantPrefetchBytes + o, 0, 3);
+  PrefetchRange(blk + kQuantPrefetchBytes, 210);
   uint16_t bits;
   std::memcpy(&bits, blk + 208, 2);
   const float d = F16ToF32(bits);
@@ -239,10 +245,8 @@ void DequantQ6K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
 // exactly rounded product per element): Q8_0, Q4_0 and AWQ4 with vectors, other formats (and
 // vectors wider than a block) through DequantizeRow.
 void DequantRow(const QuantTensor& w, int64_t r, float* HWY_RESTRICT out) {
-  const DF df;
-  const hn::RebindToSigned<DF> di;
-  const hn::Rebind<int8_t, DF> d8;
-  const hn::Rebind<uint8_t, DF> du8;
+  const DequantTags tags;
+  const auto& [df, di, d8, du8] = tags;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const uint8_t* src = w.row(r);
   if (w.type == QuantType::kQ8_0 && lanes <= 32) {
@@ -314,10 +318,8 @@ HWY_NOINLINE void QuantTileInRegisters(const float* HWY_RESTRICT x, int64_t ldx,
                                        const uint8_t* HWY_RESTRICT w, int64_t row_bytes, int64_t k,
                                        int64_t nr, const float* HWY_RESTRICT bias,
                                        float* HWY_RESTRICT out, int64_t ldo) {
-  const DF df;
-  const hn::RebindToSigned<DF> di;
-  const hn::Rebind<int8_t, DF> d8;
-  const hn::Rebind<uint8_t, DF> du8;
+  const DequantTags tags;
+  const auto& [df, di, d8, du8] = tags;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   constexpr int64_t kBlockBytes = kQ4 ? 18 : 34;
   const uint8_t* w0 = w;

@@ -212,6 +212,8 @@ std::optional<QuantType> GgmlQuantType(uint32_t type) {
       return QuantType::kQ8_0;
     case ggml::kQ4_0:
       return QuantType::kQ4_0;
+    case ggml::kQ5_0:
+      return QuantType::kQ5_0;
     case ggml::kQ4_K:
       return QuantType::kQ4_K;
     case ggml::kQ6_K:
@@ -520,7 +522,7 @@ StatusOr<Weight> GgufFile::GetWeight(const std::string& name) const {
   auto qt = GgmlQuantType(info->type);
   if (!qt)
     return Unimplemented(
-        "tensor '{}' has type {}; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, "
+        "tensor '{}' has type {}; supported: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, "
         "Q6_K",
         name, GgmlTypeName(info->type));
   QuantTensor q;

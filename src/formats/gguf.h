@@ -69,8 +69,8 @@ struct GgufValue {
 
 // ggml tensor types (ggml.h's enum ggml_type numbering).
 namespace ggml {
-inline constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14,
-                          kBF16 = 30;
+inline constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12,
+                          kQ6_K = 14, kBF16 = 30;
 }
 // Name ("Q4_K") of a ggml type id, or nullptr when the id is unknown.
 const char* GgmlTypeName(uint32_t type);

@@ -12,6 +12,8 @@ const char* QuantTypeName(QuantType type) {
       return "Q8_0";
     case QuantType::kQ4_0:
       return "Q4_0";
+    case QuantType::kQ5_0:
+      return "Q5_0";
     case QuantType::kQ4_K:
       return "Q4_K";
     case QuantType::kQ6_K:
@@ -26,6 +28,7 @@ int64_t QuantBlockElems(QuantType type) {
   switch (type) {
     case QuantType::kQ8_0:
     case QuantType::kQ4_0:
+    case QuantType::kQ5_0:
       return 32;
     case QuantType::kQ4_K:
     case QuantType::kQ6_K:
@@ -43,6 +46,8 @@ int64_t QuantBlockBytes(QuantType type) {
       return 2 + 32;
     case QuantType::kQ4_0:
       return 2 + 16;
+    case QuantType::kQ5_0:
+      return 2 + 4 + 16;
     case QuantType::kQ4_K:
       return 2 + 2 + 12 + 128;
     case QuantType::kQ6_K:

@@ -44,20 +44,55 @@ void DequantQ4_0(const uint8_t* b, float* y) {
   }
 }
 
-void QuantQ4_0(const float* x, uint8_t* b) {
-  // The value of largest magnitude maps to -8, so the full [-8, 7] range is used on one side.
+// The scale of a 32-element block of a symmetric format whose codes span [-levels, levels - 1]:
+// the value of largest magnitude maps to -levels, so the full range is used on one side. Stores
+// the scale as F16 at `b` and returns 1 / scale (0 for an all-zero block).
+float StoreSymmetricScale32(const float* x, float levels, uint8_t* b) {
   float amax = 0.f, max = 0.f;
   for (int i = 0; i < 32; ++i)
     if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
-  const float d = max / -8.f;
-  const float id = d != 0.f ? 1.f / d : 0.f;
+  const float d = max / -levels;
   StoreU16(b, F32ToF16(d));
+  return d != 0.f ? 1.f / d : 0.f;
+}
+
+void QuantQ4_0(const float* x, uint8_t* b) {
+  const float id = StoreSymmetricScale32(x, 8.f, b);
   uint8_t* q = b + 2;
   for (int i = 0; i < 16; ++i) {
     const int lo = std::clamp(static_cast<int>(std::floor(x[i] * id + 8.5f)), 0, 15);
     const int hi = std::clamp(static_cast<int>(std::floor(x[i + 16] * id + 8.5f)), 0, 15);
     q[i] = static_cast<uint8_t>(lo | (hi << 4));
   }
+}
+
+// --- Q5_0: f16 d | u8 qh[4] | u8 q[16]; the low 4 bits of elements i and 16 + i as in Q4_0, their
+// 5th bits in bits i and 16 + i of the little-endian qh -----------------------------------------
+void DequantQ5_0(const uint8_t* b, float* y) {
+  const float d = F16ToF32(LoadU16(b));
+  uint32_t qh;
+  std::memcpy(&qh, b + 2, 4);
+  const uint8_t* q = b + 6;
+  for (int i = 0; i < 16; ++i) {
+    const int lo = (q[i] & 0xF) | static_cast<int>(((qh >> i) & 1) << 4);
+    const int hi = (q[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4);
+    y[i] = d * static_cast<float>(lo - 16);
+    y[i + 16] = d * static_cast<float>(hi - 16);
+  }
+}
+
+void QuantQ5_0(const float* x, uint8_t* b) {
+  const float id = StoreSymmetricScale32(x, 16.f, b);
+  uint32_t qh = 0;
+  uint8_t* q = b + 6;
+  for (int i = 0; i < 16; ++i) {
+    const int lo = std::clamp(static_cast<int>(std::floor(x[i] * id + 16.5f)), 0, 31);
+    const int hi = std::clamp(static_cast<int>(std::floor(x[i + 16] * id + 16.5f)), 0, 31);
+    q[i] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+    qh |= static_cast<uint32_t>(lo >> 4) << i;
+    qh |= static_cast<uint32_t>(hi >> 4) << (i + 16);
+  }
+  std::memcpy(b + 2, &qh, 4);
 }
 
 }  // namespace
@@ -209,6 +244,9 @@ void DequantizeBlocks(QuantType type, const uint8_t* src, int64_t n, float* dst)
     case QuantType::kQ4_0:
       fn = DequantQ4_0;
       break;
+    case QuantType::kQ5_0:
+      fn = DequantQ5_0;
+      break;
     case QuantType::kQ4_K:
       fn = DequantQ4_K;
       break;
@@ -232,6 +270,9 @@ void QuantizeBlocksRef(QuantType type, const float* src, int64_t n, uint8_t* dst
       break;
     case QuantType::kQ4_0:
       fn = QuantQ4_0;
+      break;
+    case QuantType::kQ5_0:
+      fn = QuantQ5_0;
       break;
     case QuantType::kQ4_K:
       fn = QuantQ4_K;

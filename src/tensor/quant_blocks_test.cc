@@ -66,6 +66,7 @@ TEST_P(RoundTripTest, RandomDataSurvivesQuantizeDequantize) {
 INSTANTIATE_TEST_SUITE_P(AllFormats, RoundTripTest,
                          ::testing::Values(RoundTripCase{QuantType::kQ8_0, 0.0045, 0.01},
                                            RoundTripCase{QuantType::kQ4_0, 0.13, 0.12},
+                                           RoundTripCase{QuantType::kQ5_0, 0.07, 0.06},
                                            RoundTripCase{QuantType::kQ4_K, 0.12, 0.12},
                                            RoundTripCase{QuantType::kQ6_K, 0.04, 0.04}),
                          [](const auto& info) {
@@ -73,7 +74,8 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, RoundTripTest,
                          });
 
 TEST(BlockLayoutTest, ZerosStayZero) {
-  for (QuantType t : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ6_K}) {
+  for (QuantType t :
+       {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ5_0, QuantType::kQ4_K, QuantType::kQ6_K}) {
     const int64_t n = QuantBlockElems(t);
     std::vector<float> x(n, 0.f), y(n, 1.f);
     std::vector<uint8_t> b(QuantBlockBytes(t));
@@ -103,6 +105,25 @@ TEST(BlockLayoutTest, Q4_0LowNibblesAreTheFirstHalf) {
   for (int i = 0; i < 16; ++i) {
     EXPECT_EQ(y[i], 2.f * (i - 8));
     EXPECT_EQ(y[16 + i], 2.f * (15 - i - 8));
+  }
+}
+
+// ggml's block_q5_0: f16 d, then qh (4 bytes, little-endian: bit i is the 5th bit of element i,
+// bit 16 + i that of element 16 + i), then the low nibbles as Q4_0; x = d * (q - 16).
+TEST(BlockLayoutTest, Q5_0HighBitsComeFromQh) {
+  uint8_t b[22] = {};
+  const uint16_t d = F32ToF16(0.25f);
+  std::memcpy(b, &d, 2);
+  const uint32_t qh = 0xA5C3'0F96u;
+  std::memcpy(b + 2, &qh, 4);
+  for (int i = 0; i < 16; ++i) b[6 + i] = static_cast<uint8_t>(i | ((15 - i) << 4));
+  float y[32];
+  DequantizeBlocks(QuantType::kQ5_0, b, 32, y);
+  for (int i = 0; i < 16; ++i) {
+    const int lo = i | static_cast<int>(((qh >> i) & 1) << 4);
+    const int hi = (15 - i) | static_cast<int>(((qh >> (16 + i)) & 1) << 4);
+    EXPECT_EQ(y[i], 0.25f * (lo - 16)) << i;
+    EXPECT_EQ(y[16 + i], 0.25f * (hi - 16)) << i;
   }
 }
 

@@ -180,6 +180,13 @@ HWY_INLINE VF F16Scale(const uint8_t* p) {
   return hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du16, bits)));
 }
 
+// Bit i of a 32-bit word, for lane-wise bit tests (Q5_0's high bits).
+alignas(64) constexpr int32_t kBit[32] = {
+    1 << 0,  1 << 1,  1 << 2,  1 << 3,  1 << 4,  1 << 5,  1 << 6,  1 << 7,
+    1 << 8,  1 << 9,  1 << 10, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15,
+    1 << 16, 1 << 17, 1 << 18, 1 << 19, 1 << 20, 1 << 21, 1 << 22, 1 << 23,
+    1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28, 1 << 29, 1 << 30, INT32_MIN};
+
 // The descriptors the dequantizers use (empty types: no code).
 struct DequantTags {
   DF df;
@@ -293,6 +300,31 @@ void DequantRow(const QuantTensor& w, int64_t r, float* HWY_RESTRICT out) {
         const VF even = hn::Mul(hn::Sub(hn::ConvertTo(df, hn::And(v, mask)), z), s);
         const VF odd = hn::Mul(hn::Sub(hn::ConvertTo(df, hn::ShiftRight<4>(v)), z), s);
         hn::StoreInterleaved2(even, odd, df, out + g * gs + 2 * i);
+      }
+    }
+    return;
+  }
+  if (w.type == QuantType::kQ5_0 && lanes <= 16) {
+    const auto mask = hn::Set(di, 15), sixteen = hn::Set(di, 16), zero = hn::Zero(di);
+    for (int64_t b = 0; b < w.cols / 32; ++b) {
+      const uint8_t* blk = src + b * 22;
+      if ((b * 22 & 63) < 22) __builtin_prefetch(blk + kQuantPrefetchBytes, 0, 3);
+      const VF d = F16Scale(blk);
+      int32_t qh;
+      std::memcpy(&qh, blk + 2, 4);
+      const auto vqh = hn::Set(di, qh);
+      for (int64_t c = 0; c < 16; c += lanes) {
+        const auto v = hn::PromoteTo(di, hn::LoadU(du8, blk + 6 + c));
+        // The 5th bits: lane i tests bit c + i (and 16 + c + i) of qh.
+        const auto bit_lo = hn::And(vqh, hn::LoadU(di, kBit + c));
+        const auto bit_hi = hn::And(vqh, hn::LoadU(di, kBit + 16 + c));
+        const auto lo = hn::Sub(
+            hn::Or(hn::And(v, mask), hn::IfThenElseZero(hn::Ne(bit_lo, zero), sixteen)), sixteen);
+        const auto hi =
+            hn::Sub(hn::Or(hn::ShiftRight<4>(v), hn::IfThenElseZero(hn::Ne(bit_hi, zero), sixteen)),
+                    sixteen);
+        hn::StoreU(hn::Mul(hn::ConvertTo(df, lo), d), df, out + b * 32 + c);
+        hn::StoreU(hn::Mul(hn::ConvertTo(df, hi), d), df, out + b * 32 + 16 + c);
       }
     }
     return;

@@ -86,6 +86,22 @@ void WidenTail(const hwy::float16_t* p, int64_t n, float* out) {
     if (nr > 3) o[3] = hn::GetLane(hn::SumOfLanes(df, a##I##3)) + (bias ? bias[3] : 0.f); \
   }
 
+// A tile's operands: weight rows w0..w3 (STRIDE elements of type T apart; rows past nr repeat
+// row 0), x rows x0..x3 (rows past MR repeat row 0) and the 16 accumulators aIJ.
+#define XI_HWY_TILE_SETUP(T, STRIDE)                      \
+  const T* w0 = w;                                        \
+  const T* w1 = nr > 1 ? w + (STRIDE) : w;                \
+  const T* w2 = nr > 2 ? w + 2 * (STRIDE) : w;            \
+  const T* w3 = nr > 3 ? w + 3 * (STRIDE) : w;            \
+  const float* x0 = x;                                    \
+  const float* x1 = MR > 1 ? x + ldx : x;                 \
+  const float* x2 = MR > 2 ? x + 2 * ldx : x;             \
+  const float* x3 = MR > 3 ? x + 3 * ldx : x;             \
+  VF a00 = hn::Zero(df), a01 = a00, a02 = a00, a03 = a00; \
+  VF a10 = a00, a11 = a00, a12 = a00, a13 = a00;          \
+  VF a20 = a00, a21 = a00, a22 = a00, a23 = a00;          \
+  VF a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+
 // MR rows of x times nr (<= 4) weight rows; missing weight rows repeat row 0 and are not stored.
 template <int MR, typename TW>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, int64_t ldx, const TW* HWY_RESTRICT w,
@@ -93,18 +109,7 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, int64_t ldx, const TW* HWY_R
                        float* HWY_RESTRICT out, int64_t ldo, bool prefetch) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const TW* w0 = w;
-  const TW* w1 = nr > 1 ? w + k : w;
-  const TW* w2 = nr > 2 ? w + 2 * k : w;
-  const TW* w3 = nr > 3 ? w + 3 * k : w;
-  const float* x0 = x;
-  const float* x1 = MR > 1 ? x + ldx : x;
-  const float* x2 = MR > 2 ? x + 2 * ldx : x;
-  const float* x3 = MR > 3 ? x + 3 * ldx : x;
-  VF a00 = hn::Zero(df), a01 = a00, a02 = a00, a03 = a00;
-  VF a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-  VF a20 = a00, a21 = a00, a22 = a00, a23 = a00;
-  VF a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  XI_HWY_TILE_SETUP(TW, k)
   const int64_t row_bytes = k * static_cast<int64_t>(sizeof(TW));
   const int64_t pf_dist = PrefetchDistance<kNr>(row_bytes);
   int64_t kk = 0;
@@ -354,18 +359,7 @@ HWY_NOINLINE void QuantTileInRegisters(const float* HWY_RESTRICT x, int64_t ldx,
   const auto& [df, di, d8, du8] = tags;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   constexpr int64_t kBlockBytes = kQ4 ? 18 : 34;
-  const uint8_t* w0 = w;
-  const uint8_t* w1 = nr > 1 ? w + row_bytes : w;
-  const uint8_t* w2 = nr > 2 ? w + 2 * row_bytes : w;
-  const uint8_t* w3 = nr > 3 ? w + 3 * row_bytes : w;
-  const float* x0 = x;
-  const float* x1 = MR > 1 ? x + ldx : x;
-  const float* x2 = MR > 2 ? x + 2 * ldx : x;
-  const float* x3 = MR > 3 ? x + 3 * ldx : x;
-  VF a00 = hn::Zero(df), a01 = a00, a02 = a00, a03 = a00;
-  VF a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-  VF a20 = a00, a21 = a00, a22 = a00, a23 = a00;
-  VF a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  XI_HWY_TILE_SETUP(uint8_t, row_bytes)
   const auto mask = hn::Set(di, 15), eight = hn::Set(di, 8);
 
   // Element e (a multiple of lanes) of the block at `blk`, times the block's scale d.
@@ -412,6 +406,7 @@ HWY_NOINLINE void QuantTileInRegisters(const float* HWY_RESTRICT x, int64_t ldx,
 }
 #undef XI_HWY_ROW
 #undef XI_HWY_STORE_ROW
+#undef XI_HWY_TILE_SETUP
 
 using QuantTileFn = void (*)(const float*, int64_t, const uint8_t*, int64_t, int64_t, int64_t,
                              const float*, float*, int64_t);

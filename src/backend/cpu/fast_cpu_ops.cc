@@ -125,28 +125,14 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
                              Tensor& out) {
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
-  // the AVX-512 kernels do not (Q4_K, Q6_K: Highway's AVX-512 target, instead of the reference).
-  if (features_.simd && !(features_.avx512 && cpu::avx512::QuantKernelSupports(w)))
-    return QuantLinearSimd(x, w, bias, out);
-  if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w))
-    return CpuOps::QuantLinear(x, w, bias, out);
-  XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
-  const int64_t k = w.cols, n = w.rows;
-  XI_CHECK(k > 0 && x.numel() % k == 0);
-  const int64_t t_rows = x.numel() / k;
-  XI_CHECK(out.numel() == t_rows * n);
-  if (t_rows == 0 || n == 0) return;
-
+  // the AVX-512 kernels do not (Q5_0, Q4_K, Q6_K: Highway's AVX-512 target, not the reference).
+  const bool avx512 = features_.avx512 && cpu::avx512::QuantKernelSupports(w);
+  if (!avx512 && !features_.simd) return CpuOps::QuantLinear(x, w, bias, out);
   cpu::QuantLinearTask task;
-  task.x = x.data<float>();
-  task.ldx = k;
-  task.w = &w;
-  task.out = out.data<float>();
-  task.ldo = n;
-  if (bias != nullptr) {
-    XI_CHECK(bias->numel() == n);
-    task.bias = ToF32(*bias, bias_);
-  }
+  const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
+  if (t_rows == 0) return;
+  if (!avx512) return QuantLinearSimd(task, t_rows);
+  const int64_t k = w.cols, n = w.rows;
   // AWQ g128 and Q4_0 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves, or with
   // BF16 activations (the hi halves only) under --dtype bfloat16.
   if (cpu::avx512::NibbleBf16Supports(w, features_)) {
@@ -236,15 +222,14 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
   }
 }
 
-void FastCpuOps::QuantLinearSimd(const Tensor& x, const QuantTensor& w, const Tensor* bias,
-                                 Tensor& out) {
+int64_t FastCpuOps::PrepareQuantTask(const Tensor& x, const QuantTensor& w, const Tensor* bias,
+                                     Tensor& out, cpu::QuantLinearTask& task) {
   XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
   const int64_t k = w.cols, n = w.rows;
   XI_CHECK(k > 0 && x.numel() % k == 0);
   const int64_t t_rows = x.numel() / k;
   XI_CHECK(out.numel() == t_rows * n);
-  if (t_rows == 0 || n == 0) return;
-  cpu::QuantLinearTask task;
+  if (t_rows == 0 || n == 0) return 0;
   task.x = x.data<float>();
   task.ldx = k;
   task.w = &w;
@@ -254,6 +239,11 @@ void FastCpuOps::QuantLinearSimd(const Tensor& x, const QuantTensor& w, const Te
     XI_CHECK(bias->numel() == n);
     task.bias = ToF32(*bias, bias_);
   }
+  return t_rows;
+}
+
+void FastCpuOps::QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows) {
+  const int64_t k = task.w->cols, n = task.w->rows;
   const int64_t panel_rows = cpu::simd::QuantPanelRows(t_rows, k);
   const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
   if (static_cast<int>(panels_.size()) < nth) panels_.resize(nth);

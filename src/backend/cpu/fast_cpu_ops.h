@@ -31,8 +31,12 @@ class FastCpuOps : public CpuOps {
                       const PagedAttentionBatch& batch, Tensor& out) override;
 
  private:
-  // QuantLinear with Highway's kernels (CPUs without AVX-512).
-  void QuantLinearSimd(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out);
+  // Checks QuantLinear's arguments and fills `task` (bias converted to F32); returns the rows of
+  // x, 0 when there is nothing to compute.
+  int64_t PrepareQuantTask(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out,
+                           cpu::QuantLinearTask& task);
+  // QuantLinear with Highway's kernels (CPUs without AVX-512, or formats it lacks).
+  void QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows);
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
   const float* ToF32(const Tensor& t, std::vector<float>& dst);
   void EnsureRopeTable(double theta, int64_t dim, int64_t max_pos);

@@ -33,14 +33,14 @@ test-asan: deps node-deps
 	@$(CMAKE) --build --preset asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_ARGS) -j $(JOBS)
 
-# ThreadSanitizer on what runs threads: the async engine and the HTTP server (unit tests and the
-# Node client tests at a smaller load). OpenMP's runtime is not instrumented, so the model runs
-# with one OpenMP thread here.
+# ThreadSanitizer on what runs threads: the CPU backend's thread pool (its unit tests, and the
+# model's ops on it with 2 threads), the async engine and the HTTP server (unit tests and the
+# Node client tests at a smaller load).
 test-tsan: deps node-deps
 	@$(CMAKE) --preset tsan >/dev/null
-	@$(CMAKE) --build --preset tsan -j $(JOBS) --target xinfer engine_tests server_tests
-	@cd build-tsan && OMP_NUM_THREADS=1 ./bin/engine_tests && ./bin/server_tests && \
-	  OMP_NUM_THREADS=1 ctest $(CTEST_ARGS) -L server
+	@$(CMAKE) --build --preset tsan -j $(JOBS) --target xinfer base_tests engine_tests server_tests
+	@cd build-tsan && ./bin/base_tests --gtest_filter='ThreadPool*' && ./bin/engine_tests && \
+	  ./bin/server_tests && ctest $(CTEST_ARGS) -L server
 
 # The CPU backend's unit tests cross-compiled for aarch64 (Kunpeng) in build-arm64/ and run under
 # qemu-aarch64; the script installs the cross compiler, qemu-user and the :arm64 libraries.

@@ -8,7 +8,6 @@ if ldd $BIN/xinfer | grep -q "not found"; then export LD_LIBRARY_PATH=build/libs
 lscpu | grep -E "Model name|^CPU\(s\)|L3" ; grep -o -E "avx512(f|_bf16|bw)" /proc/cpuinfo | sort -u | tr '\n' ' '; echo
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 PIN="taskset -c 0,1"
-export OMP_PROC_BIND=true OMP_PLACES=cores
 M=/tmp/q05-bf16; F=/tmp/q05-f32
 $BIN/xinfer make-model --preset qwen2.5-0.5b --out $M --dtype bf16 | tail -1
 cp build/tok/* $M/

@@ -2,9 +2,11 @@
 // 151936, 14/2 heads of 64). Counters: bytes/s of weights streamed (decode is bandwidth-bound)
 // and FLOP/s (prefill and batched decode are compute-bound).
 //   build-perf/bin/kernel_bench --benchmark_filter=Linear --benchmark_repetitions=5
+// XINFER_THREADS=N sets the ops' thread count (default: every CPU this process may use).
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
+#include <cstdlib>
+#include <memory>
 #include <random>
 
 #include "backend/backend.h"
@@ -13,6 +15,17 @@
 
 namespace xinfer {
 namespace {
+
+int Threads() {
+  const char* e = std::getenv("XINFER_THREADS");
+  return e != nullptr ? std::atoi(e) : 0;
+}
+
+// The ops a benchmark measures: FastCpuOps (optionally with BF16 activations) or the reference.
+std::unique_ptr<Ops> MakeOps(bool reference, bool bf16_activations = false) {
+  if (reference) return std::make_unique<CpuOps>(Threads());
+  return std::make_unique<FastCpuOps>(bf16_activations, Threads());
+}
 
 Backend& TheBackend() {
   static std::unique_ptr<Backend> backend = CreateCpuBackend();
@@ -39,9 +52,8 @@ void BM_Linear(benchmark::State& state) {
   const DType dt = state.range(3) == 0   ? DType::kF32
                    : state.range(3) == 1 ? DType::kBF16
                                          : DType::kF16;
-  FastCpuOps fast(/*bf16_activations=*/state.range(4) == 2);
-  CpuOps ref;
-  Ops& ops = state.range(4) == 1 ? static_cast<Ops&>(ref) : fast;
+  const std::unique_ptr<Ops> ops_ptr = MakeOps(state.range(4) == 1, state.range(4) == 2);
+  Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
   Tensor w = Random(dt, {n, k});
   Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
@@ -84,9 +96,8 @@ void BM_QuantLinear(benchmark::State& state) {
   const QuantType type = state.range(3) == 0   ? QuantType::kQ8_0
                          : state.range(3) == 1 ? QuantType::kQ4_0
                                                : QuantType::kAwq4;
-  FastCpuOps fast;
-  CpuOps ref;
-  Ops& ops = state.range(4) ? static_cast<Ops&>(ref) : fast;
+  const std::unique_ptr<Ops> ops_ptr = MakeOps(state.range(4) != 0);
+  Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
   // AWQ4 with group 128, as Qwen's AWQ checkpoints.
   QuantTensor w = MakeQuant(TheBackend(), type, n, k, 2, nullptr, 128);
@@ -132,7 +143,7 @@ void BM_PagedAttention(benchmark::State& state) {
   qstart.push_back(static_cast<int32_t>(t));
   Tensor q = Random(DType::kF32, {t, hq, d});
   Tensor o = TheBackend().NewTensor(DType::kF32, {t, hq, d});
-  FastCpuOps ops;
+  FastCpuOps ops(false, Threads());
   Ops::PagedAttentionBatch batch{qstart, pos, tables, static_cast<int32_t>(blocks_per_seq), block};
   for (auto _ : state) ops.PagedAttention(q, kc, vc, batch, o);
   state.counters["FLOP/s"] =
@@ -146,7 +157,7 @@ void BM_Elementwise(benchmark::State& state) {
   Tensor u = Random(DType::kF32, {rows, 4864});
   Tensor x = Random(DType::kF32, {rows, 896});
   Tensor w = Random(DType::kBF16, {896});
-  FastCpuOps ops;
+  FastCpuOps ops(false, Threads());
   for (auto _ : state) {
     ops.SiluMul(g, u, g);
     ops.RmsNorm(x, w, 1e-6f, x);

@@ -46,7 +46,7 @@ set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
 # the :arm64 multiarch glibc installed (libc6:arm64, which every :arm64 library package pulls in)
 # it must be / : -L /usr/aarch64-linux-gnu would pair the cross toolchain's ld.so (2.36-8cross1)
 # with the multiarch libc.so.6 from /lib/aarch64-linux-gnu (2.36-9+deb12uN), and with that mix
-# the first OpenMP parallel region hangs. The cross toolchain's glibc only serves the linker.
+# the first thread the program starts hangs. The cross toolchain's glibc only serves the linker.
 find_program(XINFER_QEMU_AARCH64 NAMES qemu-aarch64 qemu-aarch64-static)
 if(EXISTS /lib/ld-linux-aarch64.so.1)
   set(XINFER_QEMU_LD_PREFIX /)

@@ -109,7 +109,7 @@ int Run(const BenchOptions& o) {
     auto r = RunOnce(**engine, warm, -1);
     if (!r.ok()) return ReportError(r.status());
   }
-  const MachineLimits limits = MeasureMachineLimits();
+  const MachineLimits limits = MeasureMachineLimits(o.threads);
   std::vector<double> prefill, decode;
   for (int run = 0; run < o.runs; ++run) {
     auto r = RunOnce(**engine, o, run);

@@ -2,7 +2,6 @@
 // it (cores, memory, ISA, which kernels run), optionally its measured limits (read bandwidth,
 // FP32 FMA and BF16 dot peaks) and the decode/prefill rooflines they give for a model.
 #include <fmt/core.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -10,6 +9,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "base/thread_pool.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/perf_model.h"
@@ -35,7 +35,7 @@ std::string CpuModelName() {
 }
 
 int Run(const DoctorOptions& o) {
-  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const int threads = o.threads > 0 ? o.threads : AvailableCpuCount();
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
   const double mem_gib =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / (1 << 30);
@@ -44,7 +44,7 @@ int Run(const DoctorOptions& o) {
   const char* bf16_path = cpu::Bf16PathName(cpu::SelectBf16Path(f, bf16_activations));
   nlohmann::json j = {{"cpu", CpuModelName()},
                       {"cores", std::thread::hardware_concurrency()},
-                      {"threads", omp_get_max_threads()},
+                      {"threads", threads},
                       {"memory_gib", mem_gib},
                       {"avx2", f.avx2},
                       {"avx512", f.avx512},
@@ -53,7 +53,7 @@ int Run(const DoctorOptions& o) {
                       {"bf16_linear_path", bf16_path}};
   MachineLimits limits;
   if (o.measure) {
-    limits = MeasureMachineLimits();
+    limits = MeasureMachineLimits(threads);
     j["read_gb_s"] = limits.read_gb_s;
     j["peak_f32_gflop_s"] = limits.f32_gflop_s;
     j["peak_bf16_gflop_s"] = limits.bf16_gflop_s;
@@ -81,8 +81,7 @@ int Run(const DoctorOptions& o) {
     return 0;
   }
   fmt::print("cpu:      {} ({} cores, {} threads), {:.1f} GiB memory\n",
-             j["cpu"].get<std::string>(), std::thread::hardware_concurrency(),
-             omp_get_max_threads(), mem_gib);
+             j["cpu"].get<std::string>(), std::thread::hardware_concurrency(), threads, mem_gib);
   fmt::print("isa:      avx2 {}, avx512 {}, avx512-bf16 {}; kernels {}, BF16 Linear path {}\n",
              f.avx2, f.avx512, f.avx512_bf16, cpu::KernelIsaName(), bf16_path);
   if (o.measure)

@@ -1,5 +1,4 @@
 // CPU backend: aligned host buffers and the ISA-dispatched kernels of FastCpuOps.
-#include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -53,13 +52,12 @@ class HostBuffer : public Buffer {
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(const CpuBackendOptions& options) : ops_(options.bf16_activations) {
-    if (options.num_threads > 0) omp_set_num_threads(options.num_threads);
-  }
+  explicit CpuBackend(const CpuBackendOptions& options)
+      : ops_(options.bf16_activations, options.num_threads) {}
   const char* name() const override { return "cpu"; }
   std::string description() const override {
     return std::string("cpu: kernels ") + cpu::KernelIsaName() + ", BF16 Linear path " +
-           cpu::Bf16PathName(ops_.bf16_path()) + ", " + std::to_string(omp_get_max_threads()) +
+           cpu::Bf16PathName(ops_.bf16_path()) + ", " + std::to_string(ops_.num_threads()) +
            " threads";
   }
   std::shared_ptr<Buffer> Allocate(size_t bytes) override {

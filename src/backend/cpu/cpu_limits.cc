@@ -1,15 +1,16 @@
 #include "backend/cpu/cpu_limits.h"
 
-#include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "base/check.h"
+#include "base/thread_pool.h"
 
 namespace xinfer {
 namespace {
@@ -25,11 +26,24 @@ float PortableSum(const float* p, int64_t n) {
   return s;
 }
 
+// Runs fn(thread) once on each thread of the pool at the same time and returns the sum of what
+// they return.
+template <class Fn>
+float OnEveryThread(ThreadPool& pool, Fn fn) {
+  std::vector<float> part(pool.size(), 0.f);
+  pool.Run(pool.size(), [&](int64_t chunk, int) { part[chunk] = fn(static_cast<int>(chunk)); });
+  float total = 0;
+  for (float p : part) total += p;
+  return total;
+}
+
 }  // namespace
 
-MachineLimits MeasureMachineLimits(size_t bandwidth_bytes, int repeats) {
+MachineLimits MeasureMachineLimits(int threads, size_t bandwidth_bytes, int repeats) {
+  ThreadPool pool(threads);
   MachineLimits m;
-  m.threads = omp_get_max_threads();
+  m.threads = pool.size();
+  const int nt = pool.size();
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
   const int64_t n = static_cast<int64_t>(bandwidth_bytes / sizeof(float));
   void* mem = ::mmap(nullptr, n * sizeof(float), PROT_READ | PROT_WRITE,
@@ -40,21 +54,19 @@ MachineLimits MeasureMachineLimits(size_t bandwidth_bytes, int repeats) {
   // gets different contents: pages of one repeated value can be merged by the host (KSM-style
   // deduplication in virtual machines), after which the "DRAM" reads hit one cached page and the
   // probe reported up to 1.7x the real bandwidth.
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    buf[i] = static_cast<float>(static_cast<uint32_t>(i) * 2654435761u >> 8);
+  pool.ParallelRanges(n, 1 << 16, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i)
+      buf[i] = static_cast<float>(static_cast<uint32_t>(i) * 2654435761u >> 8);
+  });
   volatile float sink = 0;
   for (int r = 0; r < repeats; ++r) {
-    float total = 0;
     const double t0 = Seconds();
-#pragma omp parallel reduction(+ : total)
-    {
-      const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const float total = OnEveryThread(pool, [&](int tid) {
       const int64_t b = n * tid / nt, e = n * (tid + 1) / nt;
-      total += f.avx512 ? cpu::avx512::ReadSum(buf + b, e - b)
-               : f.simd ? cpu::simd::ReadSum(buf + b, e - b)
-                        : PortableSum(buf + b, e - b);
-    }
+      return f.avx512 ? cpu::avx512::ReadSum(buf + b, e - b)
+             : f.simd ? cpu::simd::ReadSum(buf + b, e - b)
+                      : PortableSum(buf + b, e - b);
+    });
     const double dt = Seconds() - t0;
     sink = sink + total;
     m.read_gb_s = std::max(m.read_gb_s, static_cast<double>(n * sizeof(float)) / dt / 1e9);
@@ -64,10 +76,8 @@ MachineLimits MeasureMachineLimits(size_t bandwidth_bytes, int repeats) {
     constexpr int64_t kIters = 4'000'000;  // 12 chains of one vector FMA each
     const double flops_per_iter = 2.0 * 12 * static_cast<double>(cpu::simd::F32Lanes());
     for (int r = 0; r < repeats; ++r) {
-      float total = 0;
       const double t0 = Seconds();
-#pragma omp parallel reduction(+ : total)
-      total += cpu::simd::FmaLoop(kIters);
+      const float total = OnEveryThread(pool, [&](int) { return cpu::simd::FmaLoop(kIters); });
       const double dt = Seconds() - t0;
       sink = sink + total;
       m.f32_gflop_s = std::max(m.f32_gflop_s, flops_per_iter * kIters * m.threads / dt / 1e9);
@@ -76,16 +86,13 @@ MachineLimits MeasureMachineLimits(size_t bandwidth_bytes, int repeats) {
   if (f.avx512) {
     constexpr int64_t kIters = 4'000'000;  // 16 x 16-lane FMAs each: ~0.1 s per core
     for (int r = 0; r < repeats; ++r) {
-      float total = 0;
       double t0 = Seconds();
-#pragma omp parallel reduction(+ : total)
-      total += cpu::avx512::FmaLoop(kIters);
+      float total = OnEveryThread(pool, [&](int) { return cpu::avx512::FmaLoop(kIters); });
       double dt = Seconds() - t0;
       m.f32_gflop_s = std::max(m.f32_gflop_s, 2.0 * 16 * 16 * kIters * m.threads / dt / 1e9);
       if (f.avx512_bf16) {
         t0 = Seconds();
-#pragma omp parallel reduction(+ : total)
-        total += cpu::avx512::Bf16DotLoop(kIters);
+        total += OnEveryThread(pool, [&](int) { return cpu::avx512::Bf16DotLoop(kIters); });
         dt = Seconds() - t0;
         m.bf16_gflop_s = std::max(m.bf16_gflop_s, 2.0 * 32 * 16 * kIters * m.threads / dt / 1e9);
       }

@@ -14,7 +14,9 @@ struct MachineLimits {
   double bf16_gflop_s = 0;  // vdpbf16ps peak (0 without AVX512-BF16)
 };
 
+// `threads`: as many as the backend runs (<= 0: every CPU this process may use, its default);
 // `bandwidth_bytes`: size of the buffer read (default 1 GiB, as the reference anchors).
-MachineLimits MeasureMachineLimits(size_t bandwidth_bytes = size_t{1} << 30, int repeats = 5);
+MachineLimits MeasureMachineLimits(int threads = 0, size_t bandwidth_bytes = size_t{1} << 30,
+                                   int repeats = 5);
 
 }  // namespace xinfer

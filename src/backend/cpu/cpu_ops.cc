@@ -1,11 +1,11 @@
 #include "backend/cpu/cpu_ops.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "backend/cpu/quant_ops.h"
 
 namespace xinfer {
 namespace {
@@ -86,16 +86,18 @@ void CpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor
   }
   const float* xs = x.data<float>();
   float* os = out.data<float>();
-#pragma omp parallel
-  {
+  pool().ParallelRanges(n, 1, [&](int64_t j0, int64_t j1, int) {
     std::vector<float> wrow(k);
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = j0; j < j1; ++j) {
       RowToF32(RowPtr(w, j, k), w.dtype(), k, wrow.data());
       const float bj = b.empty() ? 0.f : b[j];
       for (int64_t t = 0; t < t_rows; ++t) os[t * n + j] = Dot(xs + t * k, wrow.data(), k) + bj;
     }
-  }
+  });
+}
+
+void CpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out) {
+  cpu::QuantLinearRef(x, w, bias, out, &pool());
 }
 
 void CpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double theta) {
@@ -184,44 +186,41 @@ void CpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor
   const float* ks = k_cache.data<float>();
   const float* vs = v_cache.data<float>();
   float* os = out.data<float>();
-#pragma omp parallel
-  {
+  pool().ParallelRanges(t_rows * hq, 1, [&](int64_t i0, int64_t i1, int) {
     std::vector<float> scores;
     std::vector<int64_t> slot_of;
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t t = 0; t < t_rows; ++t) {
-      for (int64_t h = 0; h < hq; ++h) {
-        const int32_t* table = b.block_tables.data() + seq_of[t] * b.max_blocks_per_seq;
-        const int64_t n_keys = b.positions[t] + 1;
-        XI_CHECK(n_keys <= static_cast<int64_t>(b.max_blocks_per_seq) * b.block_size);
-        scores.resize(n_keys);
-        slot_of.resize(n_keys);
-        const int64_t kvh = h / group;
-        const float* qv = qs + (t * hq + h) * d;
-        float max_score = -INFINITY;
-        for (int64_t p = 0; p < n_keys; ++p) {
-          const int64_t slot =
-              static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
-          XI_CHECK(slot >= 0 && slot < num_slots);
-          slot_of[p] = slot;
-          scores[p] = Dot(qv, ks + (slot * hkv + kvh) * d, d) * scale;
-          max_score = std::max(max_score, scores[p]);
-        }
-        double denom = 0;
-        for (int64_t p = 0; p < n_keys; ++p) {
-          scores[p] = std::exp(scores[p] - max_score);
-          denom += scores[p];
-        }
-        float* o = os + (t * hq + h) * d;
-        std::fill(o, o + d, 0.f);
-        for (int64_t p = 0; p < n_keys; ++p) {
-          const float w = static_cast<float>(scores[p] / denom);
-          const float* vv = vs + (slot_of[p] * hkv + kvh) * d;
-          for (int64_t i = 0; i < d; ++i) o[i] += w * vv[i];
-        }
+    for (int64_t item = i0; item < i1; ++item) {
+      const int64_t t = item / hq, h = item % hq;
+      const int32_t* table = b.block_tables.data() + seq_of[t] * b.max_blocks_per_seq;
+      const int64_t n_keys = b.positions[t] + 1;
+      XI_CHECK(n_keys <= static_cast<int64_t>(b.max_blocks_per_seq) * b.block_size);
+      scores.resize(n_keys);
+      slot_of.resize(n_keys);
+      const int64_t kvh = h / group;
+      const float* qv = qs + (t * hq + h) * d;
+      float max_score = -INFINITY;
+      for (int64_t p = 0; p < n_keys; ++p) {
+        const int64_t slot =
+            static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
+        XI_CHECK(slot >= 0 && slot < num_slots);
+        slot_of[p] = slot;
+        scores[p] = Dot(qv, ks + (slot * hkv + kvh) * d, d) * scale;
+        max_score = std::max(max_score, scores[p]);
+      }
+      double denom = 0;
+      for (int64_t p = 0; p < n_keys; ++p) {
+        scores[p] = std::exp(scores[p] - max_score);
+        denom += scores[p];
+      }
+      float* o = os + (t * hq + h) * d;
+      std::fill(o, o + d, 0.f);
+      for (int64_t p = 0; p < n_keys; ++p) {
+        const float w = static_cast<float>(scores[p] / denom);
+        const float* vv = vs + (slot_of[p] * hkv + kvh) * d;
+        for (int64_t i = 0; i < d; ++i) o[i] += w * vv[i];
       }
     }
-  }
+  });
 }
 
 }  // namespace xinfer

@@ -1,7 +1,5 @@
 #include "backend/cpu/fast_cpu_ops.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -10,24 +8,44 @@
 namespace xinfer {
 namespace {
 
-// Below this many multiply-adds a Linear runs on the calling thread: waking the pool costs more.
-constexpr int64_t kMinParallelMacs = 1 << 16;
-// Elementwise ops split across threads only above this many elements.
+// A Linear's range of weight rows holds at least this many multiply-adds (a few microseconds):
+// below that, handing it to another thread costs more than it saves.
+constexpr int64_t kMinParallelMacs = 1 << 15;
+// Row-wise and elementwise ops: at least this many elements per range.
 constexpr int64_t kMinParallelElems = 1 << 15;
 
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t CeilDiv(int64_t v, int64_t m) { return (v + m - 1) / m; }
 
-// [begin, end) of `units` units for thread `tid` of `nt`.
-std::pair<int64_t, int64_t> Split(int64_t units, int tid, int nt) {
-  return {units * tid / nt, units * (tid + 1) / nt};
+// Fewest units of `unit_cost` multiply-adds (or elements) worth a range of their own.
+int64_t MinUnits(int64_t min_cost, int64_t unit_cost) {
+  return CeilDiv(min_cost, std::max<int64_t>(1, unit_cost));
 }
 
 }  // namespace
 
-FastCpuOps::FastCpuOps(bool bf16_activations)
-    : features_(cpu::DetectCpuFeatures()),
+FastCpuOps::FastCpuOps(bool bf16_activations, int num_threads)
+    : CpuOps(num_threads),
+      features_(cpu::DetectCpuFeatures()),
       bf16_path_(cpu::SelectBf16Path(features_, bf16_activations)) {
   if (features_.avx512) cpu::avx512::QuantKernelTablesInit();
+}
+
+template <class Fn>
+void FastCpuOps::ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn) {
+  pool().ParallelRanges(CeilDiv(n, 16), MinUnits(kMinParallelMacs, 16 * row_cost),
+                        [&](int64_t u0, int64_t u1, int thread) {
+                          const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
+                          if (n0 < n1) fn(n0, n1, thread);
+                        });
+}
+
+template <class Fn>
+void FastCpuOps::ForEachElementRange(int64_t n, Fn&& fn) {
+  pool().ParallelRanges(CeilDiv(n, 16), kMinParallelElems / 16, [&](int64_t u0, int64_t u1, int) {
+    const int64_t i0 = std::min(n, u0 * 16), i1 = std::min(n, u1 * 16);
+    if (i0 < i1) fn(i0, i1);
+  });
 }
 
 const float* FastCpuOps::ToF32(const Tensor& t, std::vector<float>& dst) {
@@ -89,37 +107,30 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
     if (xp_.size() < need) xp_.resize(need);
     task.xp = xp_.data();
   }
-  const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
-#pragma omp parallel num_threads(nth)
-  {
-    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    if (dot) {
-      const auto [r0, r1] = Split(t_rows, tid, nt);
-      cpu::avx512::RoundRowsToBf16(task.x + r0 * k, r1 - r0, k, xb_.data() + r0 * task.ldxb,
-                                   task.ldxb);
-#pragma omp barrier
-    } else if (widen) {
-      const auto [r0, r1] = Split(t_rows, tid, nt);
-      cpu::avx512::PermuteEvenOdd(task.x + r0 * k, r1 - r0, k, xp_.data() + r0 * task.ldxp,
-                                  task.ldxp);
-#pragma omp barrier
-    }
-    // Threads own disjoint column ranges (multiples of 16 weight rows); each runs every row of
-    // x, so an element's arithmetic never depends on the split.
-    auto [u0, u1] = Split((n + 15) / 16, tid, nt);
-    const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
-    if (n0 < n1) {
-      if (simd) {
-        cpu::simd::Linear(task, 0, t_rows, n0, n1);
-      } else if (dot) {
-        cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
-      } else if (widen) {
-        cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
+  if (dot || widen) {
+    pool().ParallelRanges(t_rows, MinUnits(kMinParallelElems, k), [&](int64_t r0, int64_t r1, int) {
+      if (dot) {
+        cpu::avx512::RoundRowsToBf16(task.x + r0 * k, r1 - r0, k, xb_.data() + r0 * task.ldxb,
+                                     task.ldxb);
       } else {
-        cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+        cpu::avx512::PermuteEvenOdd(task.x + r0 * k, r1 - r0, k, xp_.data() + r0 * task.ldxp,
+                                    task.ldxp);
       }
-    }
+    });
   }
+  // Ranges of weight rows (multiples of 16), each with every row of x, so an element's
+  // arithmetic never depends on the split.
+  ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
+    if (simd) {
+      cpu::simd::Linear(task, 0, t_rows, n0, n1);
+    } else if (dot) {
+      cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
+    } else if (widen) {
+      cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
+    } else {
+      cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+    }
+  });
 }
 
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
@@ -144,19 +155,14 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
       xsum_.resize(t_rows * task.ldxsum);
     task.xs = xb_.data();
     task.xsum = xsum_.data();
-    const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
-#pragma omp parallel num_threads(nth)
-    {
-      const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-      const auto [r0, r1] = Split(t_rows, tid, nt);
+    pool().ParallelRanges(t_rows, MinUnits(kMinParallelElems, k), [&](int64_t r0, int64_t r1, int) {
       cpu::avx512::NibbleBf16PrepareX(w.type, x.data<float>() + r0 * k, r1 - r0, k, k,
                                       xb_.data() + r0 * task.ldxs, task.ldxs,
                                       xsum_.data() + r0 * task.ldxsum, task.ldxsum, task.hi_only);
-#pragma omp barrier
-      auto [u0, u1] = Split((n + 15) / 16, tid, nt);
-      const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
-      if (n0 < n1) cpu::avx512::QuantLinearNibbleBf16(task, 0, t_rows, n0, n1);
-    }
+    });
+    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
+      cpu::avx512::QuantLinearNibbleBf16(task, 0, t_rows, n0, n1);
+    });
     return;
   }
   const bool permute = w.type == QuantType::kAwq4;
@@ -178,31 +184,25 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
   // Q8_0 panel path: each thread dequantizes blocks of its weight rows into an L2-sized F32 panel
   // and multiplies all T rows of x with it, so dequantization is paid once per call.
   const int64_t panel_rows = std::max<int64_t>(16, (256 << 10) / (k * 4) / 16 * 16);
-  const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
-  if (q8 && !q8_direct && static_cast<int>(panels_.size()) < nth) panels_.resize(nth);
-#pragma omp parallel num_threads(nth)
-  {
-    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    if (permute || !q8) {
-      const auto [r0, r1] = Split(t_rows, tid, nt);
+  if (q8 && !q8_direct && static_cast<int>(panels_.size()) < num_threads())
+    panels_.resize(num_threads());
+  if (permute || !q8) {
+    pool().ParallelRanges(t_rows, MinUnits(kMinParallelElems, k), [&](int64_t r0, int64_t r1, int) {
       if (permute)
         cpu::avx512::PermuteEvenOdd(x.data<float>() + r0 * k, r1 - r0, k, xp_.data() + r0 * k, k);
       if (!q8)
         cpu::avx512::QuantBlockSums(task.x + r0 * k, r1 - r0, k, k, sum_block,
                                     w.type == QuantType::kQ4_0 ? -1.5f : 1.f,
                                     xsum_.data() + r0 * task.ldxsum, task.ldxsum);
-#pragma omp barrier
-    }
-    auto [u0, u1] = Split((n + 15) / 16, tid, nt);
-    const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
-    if (n0 >= n1) {
-      // nothing to do for this thread
-    } else if (!q8) {
+    });
+  }
+  ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int thread) {
+    if (!q8) {
       cpu::avx512::QuantLinearNibble(task, 0, t_rows, n0, n1);
     } else if (q8_direct) {
       cpu::avx512::QuantLinearQ8Direct(task, 0, t_rows, n0, n1);
     } else {
-      std::vector<float>& panel = panels_[tid];
+      std::vector<float>& panel = panels_[thread];
       if (static_cast<int64_t>(panel.size()) < panel_rows * k) panel.resize(panel_rows * k);
       for (int64_t bs = n0; bs < n1; bs += panel_rows) {
         const int64_t be = std::min(n1, bs + panel_rows);
@@ -219,7 +219,7 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
         cpu::avx512::LinearF32Acc(dense, 0, t_rows, 0, be - bs);
       }
     }
-  }
+  });
 }
 
 int64_t FastCpuOps::PrepareQuantTask(const Tensor& x, const QuantTensor& w, const Tensor* bias,
@@ -245,17 +245,13 @@ int64_t FastCpuOps::PrepareQuantTask(const Tensor& x, const QuantTensor& w, cons
 void FastCpuOps::QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows) {
   const int64_t k = task.w->cols, n = task.w->rows;
   const int64_t panel_rows = cpu::simd::QuantPanelRows(t_rows, k);
-  const int nth = t_rows * n * k < kMinParallelMacs ? 1 : omp_get_max_threads();
+  const int nth = num_threads();
   if (static_cast<int>(panels_.size()) < nth) panels_.resize(nth);
   for (int i = 0; i < nth; ++i)
     if (static_cast<int64_t>(panels_[i].size()) < panel_rows * k) panels_[i].resize(panel_rows * k);
-#pragma omp parallel num_threads(nth)
-  {
-    const int tid = omp_get_thread_num();
-    auto [u0, u1] = Split((n + 15) / 16, tid, omp_get_num_threads());
-    const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
-    if (n0 < n1) cpu::simd::QuantLinear(task, 0, t_rows, n0, n1, panels_[tid].data(), panel_rows);
-  }
+  ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int thread) {
+    cpu::simd::QuantLinear(task, 0, t_rows, n0, n1, panels_[thread].data(), panel_rows);
+  });
 }
 
 void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
@@ -266,14 +262,15 @@ void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tenso
   const float* w = ToF32(weight, norm_w_);
   const float* xs = x.data<float>();
   float* os = out.data<float>();
-#pragma omp parallel for schedule(static) if (rows * n >= kMinParallelElems)
-  for (int64_t r = 0; r < rows; ++r) {
-    if (features_.avx512) {
-      cpu::avx512::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
-    } else {
-      cpu::simd::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
+  pool().ParallelRanges(rows, MinUnits(kMinParallelElems, n), [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if (features_.avx512) {
+        cpu::avx512::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
+      } else {
+        cpu::simd::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
+      }
     }
-  }
+  });
 }
 
 void FastCpuOps::EnsureRopeTable(double theta, int64_t dim, int64_t max_pos) {
@@ -309,19 +306,21 @@ void FastCpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double thet
   }
   EnsureRopeTable(theta, dim, static_cast<int64_t>(max_pos) + 1);
   float* xs = x.data<float>();
-#pragma omp parallel for schedule(static) if (t_rows * heads * dim >= kMinParallelElems)
-  for (int64_t t = 0; t < t_rows; ++t) {
-    const float* c = rope_cos_.data() + positions[t] * half;
-    const float* s = rope_sin_.data() + positions[t] * half;
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = xs + (t * heads + h) * dim;
-      for (int64_t i = 0; i < half; ++i) {
-        const float x1 = v[i], x2 = v[i + half];
-        v[i] = x1 * c[i] - x2 * s[i];
-        v[i + half] = x2 * c[i] + x1 * s[i];
+  const int64_t min_rows = MinUnits(kMinParallelElems, heads * dim);
+  pool().ParallelRanges(t_rows, min_rows, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* c = rope_cos_.data() + positions[t] * half;
+      const float* s = rope_sin_.data() + positions[t] * half;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = xs + (t * heads + h) * dim;
+        for (int64_t i = 0; i < half; ++i) {
+          const float x1 = v[i], x2 = v[i + half];
+          v[i] = x1 * c[i] - x2 * s[i];
+          v[i + half] = x2 * c[i] + x1 * s[i];
+        }
       }
     }
-  }
+  });
 }
 
 void FastCpuOps::SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -331,30 +330,29 @@ void FastCpuOps::SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) {
   const float* g = gate.data<float>();
   const float* u = up.data<float>();
   float* o = out.data<float>();
-  const int nth = n < kMinParallelElems ? 1 : omp_get_max_threads();
-#pragma omp parallel num_threads(nth)
-  {
-    auto [c0, c1] = Split((n + 15) / 16, omp_get_thread_num(), omp_get_num_threads());
-    const int64_t i0 = std::min(n, c0 * 16), i1 = std::min(n, c1 * 16);
-    if (i0 < i1 && features_.avx512) cpu::avx512::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
-    if (i0 < i1 && !features_.avx512) cpu::simd::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
-  }
+  ForEachElementRange(n, [&](int64_t i0, int64_t i1) {
+    if (features_.avx512) {
+      cpu::avx512::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
+    } else {
+      cpu::simd::SiluMul(g + i0, u + i0, i1 - i0, o + i0);
+    }
+  });
 }
 
 void FastCpuOps::Add(const Tensor& a, const Tensor& b, Tensor& out) {
   if (!features_.avx512 && !features_.simd) return CpuOps::Add(a, b, out);
   XI_CHECK(a.numel() == b.numel() && out.numel() == a.numel());
   const int64_t n = a.numel();
-  const int nth = n < kMinParallelElems ? 1 : omp_get_max_threads();
-#pragma omp parallel num_threads(nth)
-  {
-    auto [c0, c1] = Split((n + 15) / 16, omp_get_thread_num(), omp_get_num_threads());
-    const int64_t i0 = std::min(n, c0 * 16), i1 = std::min(n, c1 * 16);
-    if (i0 < i1 && features_.avx512)
-      cpu::avx512::Add(a.data<float>() + i0, b.data<float>() + i0, i1 - i0, out.data<float>() + i0);
-    if (i0 < i1 && !features_.avx512)
-      cpu::simd::Add(a.data<float>() + i0, b.data<float>() + i0, i1 - i0, out.data<float>() + i0);
-  }
+  const float* as = a.data<float>();
+  const float* bs = b.data<float>();
+  float* os = out.data<float>();
+  ForEachElementRange(n, [&](int64_t i0, int64_t i1) {
+    if (features_.avx512) {
+      cpu::avx512::Add(as + i0, bs + i0, i1 - i0, os + i0);
+    } else {
+      cpu::simd::Add(as + i0, bs + i0, i1 - i0, os + i0);
+    }
+  });
 }
 
 void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -376,7 +374,7 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
   if (static_cast<int64_t>(seq_of_.size()) < t_rows) seq_of_.resize(t_rows);
   for (int64_t s = 0; s < num_seqs; ++s)
     for (int32_t t = b.query_start[s]; t < b.query_start[s + 1]; ++t) seq_of_[t] = s;
-  const int nth = omp_get_max_threads();
+  const int nth = num_threads();
   if (static_cast<int>(scores_.size()) < nth) {
     scores_.resize(nth);
     offsets_.resize(nth);
@@ -391,14 +389,11 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
   const float* vs = v_cache.data<float>();
   float* os = out.data<float>();
   const bool grouped = avx512 && cpu::avx512::AttentionGroupSupports(d);
-  // One work item per (query row, KV head): its `group` query heads share the K/V rows. Rows of
-  // a prefill have different lengths, hence the dynamic schedule.
-#pragma omp parallel for schedule(dynamic, 2) num_threads(nth) if (t_rows * hkv > 1)
-  for (int64_t item = 0; item < t_rows * hkv; ++item) {
+  // One work item per (query row, KV head): its `group` query heads share the K/V rows.
+  auto attend = [&](int64_t item, int thread) {
     const int64_t t = item / hkv, kvh = item % hkv;
-    const int tid = omp_get_thread_num();
-    float* scores = scores_[tid].data();
-    int64_t* off = offsets_[tid].data();
+    float* scores = scores_[thread].data();
+    int64_t* off = offsets_[thread].data();
     const int32_t* table = b.block_tables.data() + seq_of_[t] * b.max_blocks_per_seq;
     const int64_t n_keys = b.positions[t] + 1;
     XI_CHECK(n_keys <= max_keys);
@@ -415,7 +410,7 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
         cpu::avx512::AttentionGroup(qs + (t * hq + h) * d, d, heads, ks, vs, off, n_keys, d, scale,
                                     scores, os + (t * hq + h) * d, d);
       }
-      continue;
+      return;
     }
     for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
       if (simd) {
@@ -426,7 +421,14 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
       cpu::avx512::AttentionRow(qs + (t * hq + h) * d, ks, vs, off, n_keys, d, scale, scores,
                                 os + (t * hq + h) * d);
     }
-  }
+  };
+  // Rows of a prefill have different lengths, hence small chunks claimed as threads come free.
+  const int64_t items = t_rows * hkv;
+  const int64_t per_chunk = items >= 4 * nth ? 2 : 1;
+  pool().Run(CeilDiv(items, per_chunk), [&](int64_t chunk, int thread) {
+    const int64_t end = std::min(items, (chunk + 1) * per_chunk);
+    for (int64_t item = chunk * per_chunk; item < end; ++item) attend(item, thread);
+  });
 }
 
 }  // namespace xinfer

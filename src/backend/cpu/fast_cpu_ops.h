@@ -1,6 +1,6 @@
 // FastCpuOps: the CPU backend's ops. The hot ones (Linear, RmsNorm, Rope, SiluMul, Add,
-// PagedAttention) run ISA-dispatched kernels (cpu_kernels.h) under OpenMP; anything the CPU or
-// the shape does not suit falls back to the portable reference in CpuOps.
+// PagedAttention) run ISA-dispatched kernels (cpu_kernels.h) on CpuOps' thread pool; anything the
+// CPU or the shape does not suit falls back to the portable reference in CpuOps.
 //
 // No allocation on the hot path: scratch (BF16 activations, converted biases/norm weights, the
 // RoPE cos/sin table, per-thread attention scores) grows to the largest step seen and is then
@@ -17,8 +17,8 @@ namespace xinfer {
 
 class FastCpuOps : public CpuOps {
  public:
-  // bf16_activations: see CpuBackendOptions.
-  explicit FastCpuOps(bool bf16_activations = false);
+  // bf16_activations: see CpuBackendOptions; num_threads: see CpuOps.
+  explicit FastCpuOps(bool bf16_activations = false, int num_threads = 0);
   cpu::Bf16Path bf16_path() const { return bf16_path_; }
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
@@ -40,6 +40,13 @@ class FastCpuOps : public CpuOps {
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
   const float* ToF32(const Tensor& t, std::vector<float>& dst);
   void EnsureRopeTable(double theta, int64_t dim, int64_t max_pos);
+  // Runs fn(n0, n1, thread) over ranges of the weight rows [0, n) that start at multiples of 16,
+  // spread over the pool; `row_cost`: multiply-adds per weight row (T x K).
+  template <class Fn>
+  void ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn);
+  // Runs fn(i0, i1) over ranges of [0, n) that start at multiples of 16.
+  template <class Fn>
+  void ForEachElementRange(int64_t n, Fn&& fn);
 
   cpu::CpuFeatures features_;
   cpu::Bf16Path bf16_path_;

@@ -5,7 +5,6 @@
 #include "backend/cpu/fast_cpu_ops.h"
 
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -127,22 +126,20 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
         Tensor b = Random(DType::kF32, {n});
         Tensor full = backend_->NewTensor(DType::kF32, {t, n});
         ops.Linear(x, w, &b, full);
-        const int saved = omp_get_max_threads();
         for (int threads : {1, 2, 3}) {
-          omp_set_num_threads(threads);
+          FastCpuOps ops_n(bf16_activations, threads);
           for (int64_t chunk : {1, 2, 3, 4, 5, 16, 37}) {
             for (int64_t r = 0; r < t; r += chunk) {
               const int64_t e = std::min(t, r + chunk);
               Tensor xs = Copy(x.Slice0(r, e));
               Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-              ops.Linear(xs, w, &b, ys);
+              ops_n.Linear(xs, w, &b, ys);
               ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
                   << DTypeName(dt) << " K=" << k << " rows " << r << ".." << e << " threads "
                   << threads << " bf16_activations " << bf16_activations;
             }
           }
         }
-        omp_set_num_threads(saved);
       }
     }
   }
@@ -201,22 +198,20 @@ TEST_F(FastCpuOpsTest, QuantLinearMatchesReferenceAndIsBitwiseBatchInvariant) {
               << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " at " << i
               << " bf16_activations " << bf16_activations;
         }
-        const int saved = omp_get_max_threads();
         for (int threads : {1, 2, 3}) {
-          omp_set_num_threads(threads);
+          FastCpuOps ops_n(bf16_activations, threads);
           for (int64_t chunk : {1, 2, 3, 4, 7, 19}) {
             for (int64_t r = 0; r < t; r += chunk) {
               const int64_t e = std::min(t, r + chunk);
               Tensor xs = Copy(x.Slice0(r, e));
               Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-              ops.QuantLinear(xs, w, &b, ys);
+              ops_n.QuantLinear(xs, w, &b, ys);
               ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
                   << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " rows " << r << ".."
                   << e << " threads " << threads << " bf16_activations " << bf16_activations;
             }
           }
         }
-        omp_set_num_threads(saved);
       }
     }
   }

@@ -43,7 +43,8 @@ void BiasToF32(const Tensor& bias, int64_t n, std::vector<float>& dst) {
 
 }  // namespace
 
-void QuantLinearRef(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out) {
+void QuantLinearRef(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out,
+                    ThreadPool* pool) {
   XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
   const int64_t k = w.cols, n = w.rows;
   XI_CHECK(k > 0 && x.numel() % k == 0);
@@ -53,17 +54,20 @@ void QuantLinearRef(const Tensor& x, const QuantTensor& w, const Tensor* bias, T
   if (bias != nullptr) BiasToF32(*bias, n, b);
   const float* xs = x.data<float>();
   float* os = out.data<float>();
-  // Each row of w is dequantized once per call into a thread-local buffer and reused for all T
+  // Each row of w is dequantized once per call into a per-range buffer and reused for all T
   // rows of x: memory traffic stays one pass over the (small) quantized weight.
-#pragma omp parallel
-  {
+  auto rows = [&](int64_t j0, int64_t j1, int) {
     std::vector<float> wrow(k);
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = j0; j < j1; ++j) {
       DequantizeRow(w, j, wrow.data());
       const float bj = b.empty() ? 0.f : b[j];
       for (int64_t t = 0; t < t_rows; ++t) os[t * n + j] = Dot16(xs + t * k, wrow.data(), k) + bj;
     }
+  };
+  if (pool != nullptr) {
+    pool->ParallelRanges(n, 1, rows);
+  } else {
+    rows(0, n, 0);
   }
 }
 

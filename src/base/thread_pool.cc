@@ -1,0 +1,162 @@
+#include "base/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/check.h"
+
+namespace xinfer {
+namespace {
+
+// How long an idle worker polls for the next job before it sleeps. The ops of one step follow
+// each other within microseconds; a futex wake costs ~5-20 us, so polling across such gaps pays.
+constexpr auto kSpinBudget = std::chrono::microseconds(500);
+// Ranges per thread in ParallelRanges: with 4, a thread that is descheduled or slow holds up
+// the others by a quarter of its share at most, while each range stays long enough to stream.
+constexpr int64_t kRangesPerThread = 4;
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Spins (then yields the CPU) until done() holds.
+template <class Done>
+void WaitUntil(Done done) {
+  for (int i = 0; !done(); ++i) {
+    if (i < 4096) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+uint32_t EpochOf(uint64_t ticket) { return static_cast<uint32_t>(ticket >> 32); }
+bool IsOpen(uint64_t ticket) { return (EpochOf(ticket) & 1) != 0; }
+
+// Which pool's chunk this thread is running, if any: a Run() from inside a chunk runs inline.
+thread_local const ThreadPool* tls_pool = nullptr;
+thread_local int tls_thread = 0;
+
+}  // namespace
+
+int AvailableCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool::ThreadPool(int num_threads)
+    : size_(num_threads > 0 ? num_threads : AvailableCpuCount()) {
+  workers_.reserve(size_ - 1);
+  for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_seq_cst);
+  wake_.fetch_add(1, std::memory_order_seq_cst);
+  wake_.notify_all();
+  for (std::thread& w : workers_) w.join();
+}
+
+int64_t ThreadPool::RangeCount(int64_t units, int64_t min_units) const {
+  const int64_t by_size = units / std::max<int64_t>(1, min_units);
+  return std::clamp<int64_t>(by_size, 1, std::min<int64_t>(units, size_ * kRangesPerThread));
+}
+
+void ThreadPool::RunImpl(int64_t num_chunks, void* fn, Trampoline call) {
+  if (num_chunks <= 0) return;
+  if (tls_pool == this || size_ == 1 || num_chunks == 1) {
+    const int thread = tls_pool == this ? tls_thread : 0;
+    for (int64_t c = 0; c < num_chunks; ++c) call(fn, c, thread);
+    return;
+  }
+  XI_CHECK_MSG(num_chunks < (int64_t{1} << 31), "ThreadPool::Run: too many chunks");
+  XI_CHECK_MSG(!running_.exchange(true, std::memory_order_acquire),
+               "ThreadPool::Run called from two threads at once");
+  // Workers still inside the previous (closed) job read its fields; let them leave first. They
+  // ran out of chunks already, so this is a few instructions unless one was just preempted.
+  WaitUntil([&] { return refs_.load(std::memory_order_seq_cst) == 0; });
+  fn_ = fn;
+  call_ = call;
+  num_chunks_ = num_chunks;
+  pending_.store(num_chunks, std::memory_order_relaxed);
+  const uint32_t epoch = EpochOf(ticket_.load(std::memory_order_relaxed)) + 1;  // odd: open
+  ticket_.store(static_cast<uint64_t>(epoch) << 32, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    wake_.fetch_add(1, std::memory_order_seq_cst);
+    wake_.notify_all();
+  }
+  const ThreadPool* saved_pool = tls_pool;
+  tls_pool = this;
+  tls_thread = 0;
+  RunChunks(epoch, 0);
+  tls_pool = saved_pool;
+  // Only chunks a worker has started remain; wait for those.
+  WaitUntil([&] { return pending_.load(std::memory_order_acquire) == 0; });
+  ticket_.store(static_cast<uint64_t>(epoch + 1) << 32, std::memory_order_seq_cst);  // closed
+  running_.store(false, std::memory_order_release);
+}
+
+int64_t ThreadPool::RunChunks(uint32_t epoch, int thread) {
+  int64_t ran = 0;
+  uint64_t t = ticket_.load(std::memory_order_acquire);
+  while (EpochOf(t) == epoch && static_cast<uint32_t>(t) < num_chunks_) {
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+      continue;  // `t` now holds the current ticket
+    call_(fn_, static_cast<uint32_t>(t), thread);
+    ++ran;
+    pending_.fetch_sub(1, std::memory_order_release);
+    t = ticket_.load(std::memory_order_acquire);
+  }
+  return ran;
+}
+
+void ThreadPool::WorkerLoop(int thread) {
+  tls_pool = this;
+  tls_thread = thread;
+  uint32_t joined = 0;  // the last epoch this worker took part in
+  auto has_new_job = [&](uint64_t t) { return IsOpen(t) && EpochOf(t) != joined; };
+  while (!stop_.load(std::memory_order_acquire)) {
+    uint64_t t = ticket_.load(std::memory_order_acquire);
+    if (!has_new_job(t)) {
+      const auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
+      for (int i = 1; !has_new_job(t); ++i) {
+        CpuRelax();
+        t = ticket_.load(std::memory_order_acquire);
+        if (i % 256 == 0 &&
+            (stop_.load(std::memory_order_acquire) || std::chrono::steady_clock::now() > deadline))
+          break;
+      }
+    }
+    if (!has_new_job(t)) {
+      // Sleep. The caller stores the ticket and then reads sleepers_; this thread counts itself
+      // in sleepers_ and then reads the ticket (all seq_cst), so at least one of the two sees
+      // the other: either the job is seen here or the caller bumps wake_ after `w` was read.
+      const uint32_t w = wake_.load(std::memory_order_seq_cst);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      if (!has_new_job(ticket_.load(std::memory_order_seq_cst)) &&
+          !stop_.load(std::memory_order_seq_cst))
+        wake_.wait(w, std::memory_order_seq_cst);
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+      continue;
+    }
+    const uint32_t epoch = EpochOf(t);
+    joined = epoch;
+    // Pin the job, then check it is still open: the caller closes the ticket before it waits
+    // for refs_ == 0 and rewrites the job fields, so a job seen open here stays readable.
+    refs_.fetch_add(1, std::memory_order_seq_cst);
+    if (EpochOf(ticket_.load(std::memory_order_seq_cst)) == epoch) RunChunks(epoch, thread);
+    refs_.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+}  // namespace xinfer

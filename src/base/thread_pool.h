@@ -1,0 +1,88 @@
+// ThreadPool: the CPU backend's worker threads. One caller hands it a job of N chunks; the
+// caller and the workers claim chunks one at a time from a shared counter, and the call returns
+// when every chunk has run.
+//
+// Why not OpenMP: a fork-join region ends in a barrier that waits for every thread, so when
+// another process holds one of the cores, each of the ~150 parallel ops of a decode step waits a
+// scheduler slice for the descheduled worker (decode fell ~30x on the 2-core machine). Here a
+// worker that has not woken up simply claims nothing: the caller runs the chunks itself and
+// waits only for chunks a worker has actually started. Idle workers spin briefly (the gaps
+// between a step's ops are microseconds), then sleep on a futex.
+//
+// Ownership and threads: the pool owns its workers (size() - 1 of them; the caller is thread 0)
+// and joins them in the destructor. Run() may be called from any one thread at a time (it
+// CHECK-fails if two calls overlap); a Run() from inside a chunk runs inline on that thread.
+// `fn` is called concurrently for distinct chunks; each chunk runs exactly once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace xinfer {
+
+// The CPUs this process may run on (its affinity mask, e.g. under taskset or a cgroup cpuset),
+// at least 1.
+int AvailableCpuCount();
+
+class ThreadPool {
+ public:
+  // num_threads: threads that run chunks, the caller included; <= 0 means AvailableCpuCount().
+  explicit ThreadPool(int num_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return size_; }
+
+  // Calls fn(chunk, thread) for every chunk in [0, num_chunks); `thread` in [0, size()) names the
+  // thread running it (for per-thread scratch: one thread runs one chunk at a time).
+  template <class Fn>
+  void Run(int64_t num_chunks, Fn&& fn) {
+    RunImpl(num_chunks, &fn, [](void* f, int64_t chunk, int thread) {
+      (*static_cast<std::remove_reference_t<Fn>*>(f))(chunk, thread);
+    });
+  }
+
+  // Splits [0, units) into contiguous ranges (a few per thread, so a slow thread delays the
+  // others by one range at most) and calls fn(begin, end, thread) for each. Fewer than
+  // `min_units` units per range are not split further; one range runs on the caller alone.
+  template <class Fn>
+  void ParallelRanges(int64_t units, int64_t min_units, Fn&& fn) {
+    if (units <= 0) return;
+    const int64_t chunks = RangeCount(units, min_units);
+    Run(chunks,
+        [&](int64_t c, int thread) { fn(units * c / chunks, units * (c + 1) / chunks, thread); });
+  }
+
+  // How many ranges ParallelRanges makes of `units`.
+  int64_t RangeCount(int64_t units, int64_t min_units) const;
+
+ private:
+  using Trampoline = void (*)(void*, int64_t, int);
+  void RunImpl(int64_t num_chunks, void* fn, Trampoline call);
+  void WorkerLoop(int thread);
+  // Claims and runs chunks of the job `epoch` until none are left; returns how many it ran.
+  int64_t RunChunks(uint32_t epoch, int thread);
+
+  int size_;
+  std::vector<std::thread> workers_;
+
+  // The job: written by the caller while no worker holds it (refs_ == 0), read by workers once
+  // they have seen its epoch open in ticket_.
+  void* fn_ = nullptr;
+  Trampoline call_ = nullptr;
+  int64_t num_chunks_ = 0;
+
+  // High 32 bits: epoch, odd while a job is open, even when closed. Low 32 bits: next chunk.
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<int64_t> pending_{0};   // chunks of the open job not yet finished
+  std::atomic<int> refs_{0};          // workers inside the open job
+  std::atomic<int> sleepers_{0};      // workers asleep (or about to be) on wake_
+  std::atomic<uint32_t> wake_{0};     // futex word the sleepers wait on
+  std::atomic<bool> running_{false};  // a Run() is in progress (misuse check)
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace xinfer

@@ -212,10 +212,16 @@ std::optional<QuantType> GgmlQuantType(uint32_t type) {
       return QuantType::kQ8_0;
     case ggml::kQ4_0:
       return QuantType::kQ4_0;
+    case ggml::kQ4_1:
+      return QuantType::kQ4_1;
     case ggml::kQ5_0:
       return QuantType::kQ5_0;
+    case ggml::kQ5_1:
+      return QuantType::kQ5_1;
     case ggml::kQ4_K:
       return QuantType::kQ4_K;
+    case ggml::kQ5_K:
+      return QuantType::kQ5_K;
     case ggml::kQ6_K:
       return QuantType::kQ6_K;
     default:
@@ -522,8 +528,8 @@ StatusOr<Weight> GgufFile::GetWeight(const std::string& name) const {
   auto qt = GgmlQuantType(info->type);
   if (!qt)
     return Unimplemented(
-        "tensor '{}' has type {}; supported: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, "
-        "Q6_K",
+        "tensor '{}' has type {}; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+        "Q4_K, Q5_K, Q6_K",
         name, GgmlTypeName(info->type));
   QuantTensor q;
   q.type = *qt;

@@ -69,8 +69,8 @@ struct GgufValue {
 
 // ggml tensor types (ggml.h's enum ggml_type numbering).
 namespace ggml {
-inline constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12,
-                          kQ6_K = 14, kBF16 = 30;
+inline constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
+                          kQ2_K = 10, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30;
 }
 // Name ("Q4_K") of a ggml type id, or nullptr when the id is unknown.
 const char* GgmlTypeName(uint32_t type);
@@ -113,7 +113,8 @@ class GgufFile {
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* FindTensor(const std::string& name) const;
   // The tensor as a Weight: dense (F32/F16/BF16, shape as stored) or quantized (Q8_0, Q4_0,
-  // Q4_K, Q6_K as [rows, ne0]). Other ggml types are Unimplemented; NotFound when absent.
+  // Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K as [rows, ne0]). Other ggml types are Unimplemented;
+  // NotFound when absent.
   StatusOr<Weight> GetWeight(const std::string& name) const;
   // A dense F32/F16/BF16 tensor; quantized ones are InvalidArgument.
   StatusOr<Tensor> GetDense(const std::string& name) const;

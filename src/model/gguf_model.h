@@ -1,6 +1,6 @@
 // Loading llama.cpp GGUF files (llama, qwen2, qwen3) into the shared decoder. Quantized tensors
-// (Q8_0, Q4_0, Q4_K, Q6_K) stay in the mapped file in their block layout and run through
-// Ops::QuantLinear; F32/F16/BF16 ones run as dense weights.
+// (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K) stay in the mapped file in their block layout
+// and run through Ops::QuantLinear; F32/F16/BF16 ones run as dense weights.
 //
 // Tensor names: token_embd, output_norm, output (absent when tied), blk.N.{attn_norm, attn_q,
 // attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down}

@@ -14,8 +14,14 @@ const char* QuantTypeName(QuantType type) {
       return "Q4_0";
     case QuantType::kQ5_0:
       return "Q5_0";
+    case QuantType::kQ4_1:
+      return "Q4_1";
+    case QuantType::kQ5_1:
+      return "Q5_1";
     case QuantType::kQ4_K:
       return "Q4_K";
+    case QuantType::kQ5_K:
+      return "Q5_K";
     case QuantType::kQ6_K:
       return "Q6_K";
     case QuantType::kAwq4:
@@ -29,8 +35,11 @@ int64_t QuantBlockElems(QuantType type) {
     case QuantType::kQ8_0:
     case QuantType::kQ4_0:
     case QuantType::kQ5_0:
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1:
       return 32;
     case QuantType::kQ4_K:
+    case QuantType::kQ5_K:
     case QuantType::kQ6_K:
       return 256;
     case QuantType::kAwq4:
@@ -48,8 +57,14 @@ int64_t QuantBlockBytes(QuantType type) {
       return 2 + 16;
     case QuantType::kQ5_0:
       return 2 + 4 + 16;
+    case QuantType::kQ4_1:
+      return 2 + 2 + 16;
+    case QuantType::kQ5_1:
+      return 2 + 2 + 4 + 16;
     case QuantType::kQ4_K:
       return 2 + 2 + 12 + 128;
+    case QuantType::kQ5_K:
+      return 2 + 2 + 12 + 32 + 128;
     case QuantType::kQ6_K:
       return 128 + 64 + 16 + 2;
     case QuantType::kAwq4:

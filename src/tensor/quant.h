@@ -1,7 +1,7 @@
 // Quantized weights. QuantTensor holds a [rows, cols] matrix in one of the block formats of
-// llama.cpp's GGUF files (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) or in AWQ's 4-bit group quantization
-// (repacked at load time); Weight is what a model projection holds: a dense Tensor or a
-// QuantTensor. Quantization runs along `cols` (the reduction dimension K of Linear), so every
+// llama.cpp's GGUF files (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K) or in AWQ's 4-bit group
+// quantization (repacked at load time); Weight is what a model projection holds: a dense Tensor or
+// a QuantTensor. Quantization runs along `cols` (the reduction dimension K of Linear), so every
 // row is an independent run of blocks and rows can be reordered or sliced freely.
 //
 // Ownership: like Tensor, a QuantTensor shares its Buffers (often a memory-mapped file); copying
@@ -21,12 +21,17 @@ enum class QuantType : uint8_t {
   kQ4_0,  // 32 elements: f16 d, u8 q[16] (lo nibbles 0..15, hi 16..31); x = d * (q - 8)
   kQ5_0,  // 32 elements: f16 d, u8 qh[4] (bit i: 5th bit of element i), u8 q[16] as Q4_0;
           // x = d * (q - 16). llama.cpp's fallback in Q4_K_M files for rows not a multiple of 256
+  kQ4_1,  // 32 elements: f16 d, f16 m, u8 q[16] as Q4_0;                x = d * q + m
+  kQ5_1,  // 32 elements: f16 d, f16 m, u8 qh[4] and u8 q[16] as Q5_0;   x = d * q + m
+          // (q 0..31). llama.cpp's fallback in Q5_K_M files for rows not a multiple of 256
   kQ4_K,  // 256 elements: f16 d, f16 dmin, u8 scales[12] (8 x 6-bit scale/min), u8 q[128]
+  kQ5_K,  // 256 elements: f16 d, f16 dmin, u8 scales[12] as Q4_K, u8 qh[32] (5th bits), u8 q[128]
   kQ6_K,  // 256 elements: u8 ql[128], u8 qh[64], int8 scales[16], f16 d
   kAwq4,  // AWQ W4 with zero point, per group of `group_size` along cols (see QuantTensor)
 };
 
-const char* QuantTypeName(QuantType type);  // "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q6_K", "AWQ4"
+// "Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "AWQ4"
+const char* QuantTypeName(QuantType type);
 // Elements and bytes of one block of a GGML block format (not kAwq4, which has no fixed block).
 int64_t QuantBlockElems(QuantType type);
 int64_t QuantBlockBytes(QuantType type);

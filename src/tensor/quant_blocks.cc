@@ -95,6 +95,65 @@ void QuantQ5_0(const float* x, uint8_t* b) {
   std::memcpy(b + 2, &qh, 4);
 }
 
+// --- Q4_1: f16 d | f16 m | u8 q[16]; nibbles as Q4_0, x = d * q + m (q 0..15) -------------------
+void DequantQ4_1(const uint8_t* b, float* y) {
+  const float d = F16ToF32(LoadU16(b)), m = F16ToF32(LoadU16(b + 2));
+  const uint8_t* q = b + 4;
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * static_cast<float>(q[i] & 0xF) + m;
+    y[i + 16] = d * static_cast<float>(q[i] >> 4) + m;
+  }
+}
+
+// The codes of a 32-element block of an asymmetric format (Q4_1, Q5_1): m is the smallest value,
+// d = (max - m) / levels, both stored as F16 at `b` (d first); q = round((x - m) / d) in
+// [0, levels], computed with the stored (F16-rounded) d and m. An all-equal block gets d = 0.
+void StoreMinScale32(const float* x, int levels, uint8_t* b, int* q) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < 32; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  const uint16_t d16 = F32ToF16((hi - lo) / static_cast<float>(levels)), m16 = F32ToF16(lo);
+  StoreU16(b, d16);
+  StoreU16(b + 2, m16);
+  const float d = F16ToF32(d16), m = F16ToF32(m16);
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  for (int i = 0; i < 32; ++i)
+    q[i] = std::clamp(static_cast<int>(std::lround((x[i] - m) * id)), 0, levels);
+}
+
+void QuantQ4_1(const float* x, uint8_t* b) {
+  int c[32];
+  StoreMinScale32(x, 15, b, c);
+  uint8_t* q = b + 4;
+  for (int i = 0; i < 16; ++i) q[i] = static_cast<uint8_t>(c[i] | (c[i + 16] << 4));
+}
+
+// --- Q5_1: f16 d | f16 m | u8 qh[4] | u8 q[16]; 5-bit codes as Q5_0, x = d * q + m (q 0..31) ----
+void DequantQ5_1(const uint8_t* b, float* y) {
+  const float d = F16ToF32(LoadU16(b)), m = F16ToF32(LoadU16(b + 2));
+  uint32_t qh;
+  std::memcpy(&qh, b + 4, 4);
+  const uint8_t* q = b + 8;
+  for (int i = 0; i < 16; ++i) {
+    const int lo = (q[i] & 0xF) | static_cast<int>(((qh >> i) & 1) << 4);
+    const int hi = (q[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4);
+    y[i] = d * static_cast<float>(lo) + m;
+    y[i + 16] = d * static_cast<float>(hi) + m;
+  }
+}
+
+void QuantQ5_1(const float* x, uint8_t* b) {
+  int c[32];
+  StoreMinScale32(x, 31, b, c);
+  uint32_t qh = 0;
+  uint8_t* q = b + 8;
+  for (int i = 0; i < 16; ++i) {
+    q[i] = static_cast<uint8_t>((c[i] & 0xF) | ((c[i + 16] & 0xF) << 4));
+    qh |= static_cast<uint32_t>(c[i] >> 4) << i;
+    qh |= static_cast<uint32_t>(c[i + 16] >> 4) << (i + 16);
+  }
+  std::memcpy(b + 4, &qh, 4);
+}
+
 }  // namespace
 
 // --- Q4_K: f16 d | f16 dmin | u8 scales[12] | u8 q[128] ----------------------------------------
@@ -132,13 +191,16 @@ void DequantQ4_K(const uint8_t* b, float* y) {
   }
 }
 
-void QuantQ4_K(const float* x, uint8_t* b) {
-  float scale[8], min[8];  // per sub-block: x ~ scale * q - min, q in [0, 15]
+// The 6-bit scales and mins of a Q4_K / Q5_K block: sub-block j (32 values) gets
+// x ~ d * sc[j] * q - dmin * m[j] with q in [0, levels]. Writes d, dmin and the 12 packed scale
+// bytes at `b` and the 256 codes, in element order, to `q`.
+void StoreScaleMinK(const float* x, int levels, uint8_t* b, uint8_t* q) {
+  float scale[8], min[8];  // per sub-block: x ~ scale * q - min, q in [0, levels]
   float max_scale = 0.f, max_min = 0.f;
   for (int j = 0; j < 8; ++j) {
     float lo = 0.f, hi = 0.f;  // the min is clamped to <= 0, as the format's mins are >= 0
     for (int l = 0; l < 32; ++l) lo = std::min(lo, x[32 * j + l]), hi = std::max(hi, x[32 * j + l]);
-    scale[j] = (hi - lo) / 15.f;
+    scale[j] = (hi - lo) / static_cast<float>(levels);
     min[j] = -lo;
     max_scale = std::max(max_scale, scale[j]);
     max_min = std::max(max_min, min[j]);
@@ -148,7 +210,6 @@ void QuantQ4_K(const float* x, uint8_t* b) {
   StoreU16(b, d16);
   StoreU16(b + 2, dmin16);
   uint8_t* s = b + 4;
-  uint8_t* q = b + 16;
   std::memset(s, 0, 12);
   int sc[8], m[8];
   for (int j = 0; j < 8; ++j) {
@@ -163,17 +224,60 @@ void QuantQ4_K(const float* x, uint8_t* b) {
       s[j] |= static_cast<uint8_t>((m[j] >> 4) << 6);
     }
   }
-  uint8_t nib[256];
   for (int j = 0; j < 8; ++j) {
     const float dj = d * sc[j], mj = dmin * m[j];
     for (int l = 0; l < 32; ++l) {
       const float v = dj > 0.f ? (x[32 * j + l] + mj) / dj : 0.f;
-      nib[32 * j + l] = static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(v)), 0, 15));
+      q[32 * j + l] = static_cast<uint8_t>(std::clamp(static_cast<int>(std::lround(v)), 0, levels));
     }
   }
+}
+
+void QuantQ4_K(const float* x, uint8_t* b) {
+  uint8_t nib[256];
+  StoreScaleMinK(x, 15, b, nib);
+  uint8_t* q = b + 16;
   for (int c = 0; c < 4; ++c)
     for (int l = 0; l < 32; ++l)
       q[32 * c + l] = static_cast<uint8_t>(nib[64 * c + l] | (nib[64 * c + 32 + l] << 4));
+}
+
+// --- Q5_K: f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 q[128] ------------------------------
+// Q4_K with 5-bit codes: x = d * sc * q - dmin * m, q 0..31. The low 4 bits are laid out as Q4_K's
+// nibbles; the 5th bit of element l of chunk c (64 values) is bit 2c of qh[l] in the chunk's first
+// 32 (low nibbles) and bit 2c + 1 of qh[l] in its last 32 (high nibbles).
+void DequantQ5_K(const uint8_t* b, float* y) {
+  const float d = F16ToF32(LoadU16(b));
+  const float dmin = F16ToF32(LoadU16(b + 2));
+  const uint8_t* s = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* q = b + 48;
+  for (int c = 0; c < 4; ++c) {
+    int sc0, m0, sc1, m1;
+    ScaleMinK4(2 * c, s, &sc0, &m0);
+    ScaleMinK4(2 * c + 1, s, &sc1, &m1);
+    const float d0 = d * sc0, dm0 = dmin * m0, d1 = d * sc1, dm1 = dmin * m1;
+    for (int l = 0; l < 32; ++l) {
+      const int lo = (q[32 * c + l] & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4);
+      const int hi = (q[32 * c + l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
+      y[64 * c + l] = d0 * static_cast<float>(lo) - dm0;
+      y[64 * c + 32 + l] = d1 * static_cast<float>(hi) - dm1;
+    }
+  }
+}
+
+void QuantQ5_K(const float* x, uint8_t* b) {
+  uint8_t q5[256];
+  StoreScaleMinK(x, 31, b, q5);
+  uint8_t* qh = b + 16;
+  uint8_t* q = b + 48;
+  std::memset(qh, 0, 32);
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l) {
+      const int lo = q5[64 * c + l], hi = q5[64 * c + 32 + l];
+      q[32 * c + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      qh[l] |= static_cast<uint8_t>(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+    }
 }
 
 // --- Q6_K: u8 ql[128] | u8 qh[64] | int8 scales[16] | f16 d -----------------------------------
@@ -247,8 +351,17 @@ void DequantizeBlocks(QuantType type, const uint8_t* src, int64_t n, float* dst)
     case QuantType::kQ5_0:
       fn = DequantQ5_0;
       break;
+    case QuantType::kQ4_1:
+      fn = DequantQ4_1;
+      break;
+    case QuantType::kQ5_1:
+      fn = DequantQ5_1;
+      break;
     case QuantType::kQ4_K:
       fn = DequantQ4_K;
+      break;
+    case QuantType::kQ5_K:
+      fn = DequantQ5_K;
       break;
     case QuantType::kQ6_K:
       fn = DequantQ6_K;
@@ -274,8 +387,17 @@ void QuantizeBlocksRef(QuantType type, const float* src, int64_t n, uint8_t* dst
     case QuantType::kQ5_0:
       fn = QuantQ5_0;
       break;
+    case QuantType::kQ4_1:
+      fn = QuantQ4_1;
+      break;
+    case QuantType::kQ5_1:
+      fn = QuantQ5_1;
+      break;
     case QuantType::kQ4_K:
       fn = QuantQ4_K;
+      break;
+    case QuantType::kQ5_K:
+      fn = QuantQ5_K;
       break;
     case QuantType::kQ6_K:
       fn = QuantQ6_K;

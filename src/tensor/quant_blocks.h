@@ -15,7 +15,8 @@ namespace xinfer {
 // GGML formats only.
 void DequantizeBlocks(QuantType type, const uint8_t* src, int64_t n, float* dst);
 
-// Q4_K's 6-bit scale and min of sub-block j (0..7) from the block's 12 packed bytes `s`.
+// Q4_K's (and Q5_K's) 6-bit scale and min of sub-block j (0..7) from the block's 12 packed bytes
+// `s`.
 void ScaleMinK4(int j, const uint8_t* s, int* sc, int* m);
 
 // Quantizes `n` elements (a multiple of QuantBlockElems(type)) into blocks at `dst`

@@ -25,8 +25,9 @@ std::vector<float> RandomData(int64_t n, uint32_t seed, float scale = 1.f) {
 struct RoundTripCase {
   QuantType type;
   // Worst-case error bound relative to the largest magnitude in a block (from the step size:
-  // Q8_0 amax/254, Q4_0 amax/8 (the side opposite the largest value clips at 7/8), K-quants add the
-  // rounding of their 6/8-bit sub-scales).
+  // Q8_0 amax/254, Q4_0 amax/8 (the side opposite the largest value clips at 7/8), Q4_1 / Q5_1
+  // half a step of (max - min) / 15 or 31, at most amax/15 or amax/31, K-quants add the rounding of
+  // their 6/8-bit sub-scales).
   double max_rel_error;
   // Bound on the RMS error relative to the RMS of the data.
   double rms_rel_error;
@@ -67,15 +68,18 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, RoundTripTest,
                          ::testing::Values(RoundTripCase{QuantType::kQ8_0, 0.0045, 0.01},
                                            RoundTripCase{QuantType::kQ4_0, 0.13, 0.12},
                                            RoundTripCase{QuantType::kQ5_0, 0.07, 0.06},
+                                           RoundTripCase{QuantType::kQ4_1, 0.07, 0.09},
+                                           RoundTripCase{QuantType::kQ5_1, 0.035, 0.045},
                                            RoundTripCase{QuantType::kQ4_K, 0.12, 0.12},
+                                           RoundTripCase{QuantType::kQ5_K, 0.06, 0.045},
                                            RoundTripCase{QuantType::kQ6_K, 0.04, 0.04}),
                          [](const auto& info) {
                            return std::string(QuantTypeName(info.param.type));
                          });
 
 TEST(BlockLayoutTest, ZerosStayZero) {
-  for (QuantType t :
-       {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ5_0, QuantType::kQ4_K, QuantType::kQ6_K}) {
+  for (QuantType t : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ5_0, QuantType::kQ4_1,
+                      QuantType::kQ5_1, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K}) {
     const int64_t n = QuantBlockElems(t);
     std::vector<float> x(n, 0.f), y(n, 1.f);
     std::vector<uint8_t> b(QuantBlockBytes(t));
@@ -124,6 +128,74 @@ TEST(BlockLayoutTest, Q5_0HighBitsComeFromQh) {
     const int hi = (15 - i) | static_cast<int>(((qh >> (16 + i)) & 1) << 4);
     EXPECT_EQ(y[i], 0.25f * (lo - 16)) << i;
     EXPECT_EQ(y[16 + i], 0.25f * (hi - 16)) << i;
+  }
+}
+
+// ggml's block_q4_1: f16 d, f16 m, then the nibbles as Q4_0 (element i < 16 in the low nibble of
+// q[i], 16 + i in the high one); x = d * q + m with q in 0..15.
+TEST(BlockLayoutTest, Q4_1IsScaleMinThenNibbles) {
+  uint8_t b[20] = {};
+  const uint16_t d = F32ToF16(0.5f), m = F32ToF16(-3.f);
+  std::memcpy(b, &d, 2);
+  std::memcpy(b + 2, &m, 2);
+  for (int i = 0; i < 16; ++i) b[4 + i] = static_cast<uint8_t>(i | ((15 - i) << 4));
+  float y[32];
+  DequantizeBlocks(QuantType::kQ4_1, b, 32, y);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(y[i], 0.5f * i - 3.f) << i;
+    EXPECT_EQ(y[16 + i], 0.5f * (15 - i) - 3.f) << i;
+  }
+}
+
+// ggml's block_q5_1: f16 d, f16 m, then qh as Q5_0's (4 bytes, little-endian: bit i is the 5th bit
+// of element i, bit 16 + i that of element 16 + i), then the low nibbles; x = d * q + m, q 0..31.
+TEST(BlockLayoutTest, Q5_1HighBitsComeFromQh) {
+  uint8_t b[24] = {};
+  const uint16_t d = F32ToF16(0.25f), m = F32ToF16(-2.5f);
+  std::memcpy(b, &d, 2);
+  std::memcpy(b + 2, &m, 2);
+  const uint32_t qh = 0xA5C3'0F96u;
+  std::memcpy(b + 4, &qh, 4);
+  for (int i = 0; i < 16; ++i) b[8 + i] = static_cast<uint8_t>(i | ((15 - i) << 4));
+  float y[32];
+  DequantizeBlocks(QuantType::kQ5_1, b, 32, y);
+  for (int i = 0; i < 16; ++i) {
+    const int lo = i + 16 * static_cast<int>((qh >> i) & 1);
+    const int hi = (15 - i) + 16 * static_cast<int>((qh >> (16 + i)) & 1);
+    EXPECT_EQ(y[i], 0.25f * lo - 2.5f) << i;
+    EXPECT_EQ(y[16 + i], 0.25f * hi - 2.5f) << i;
+  }
+}
+
+// ggml's block_q5_K: f16 d, f16 dmin, the 12 scale bytes of Q4_K, qh[32], q[128]. Chunk c (64
+// values) has its first 32 in the low nibbles of q[32c .. 32c+31] with 5th bit (qh[l] >> 2c) & 1,
+// its last 32 in the high nibbles with 5th bit (qh[l] >> (2c + 1)) & 1; sub-block j = e / 32 gives
+// x = d * sc[j] * q - dmin * m[j].
+TEST(BlockLayoutTest, Q5_KHighBitsAndSubBlockScales) {
+  uint8_t b[176] = {};
+  const uint16_t d = F32ToF16(0.5f), dmin = F32ToF16(0.25f);
+  std::memcpy(b, &d, 2);
+  std::memcpy(b + 2, &dmin, 2);
+  uint8_t* s = b + 4;
+  int sc[8], m[8];
+  for (int j = 0; j < 8; ++j) sc[j] = 3 + 7 * j, m[j] = 60 - 5 * j;  // 6 bits, split for j >= 4
+  for (int j = 0; j < 4; ++j) s[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+  for (int j = 0; j < 4; ++j) s[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+  for (int j = 4; j < 8; ++j) s[j + 4] = static_cast<uint8_t>((sc[j] & 0xF) | ((m[j] & 0xF) << 4));
+  uint8_t* qh = b + 16;
+  uint8_t* q = b + 48;
+  for (int l = 0; l < 32; ++l) qh[l] = static_cast<uint8_t>(37 * l + 11);
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l)
+      q[32 * c + l] = static_cast<uint8_t>(((l + c) % 16) | (((3 * l + 5 * c) % 16) << 4));
+  float y[256];
+  DequantizeBlocks(QuantType::kQ5_K, b, 256, y);
+  for (int e = 0; e < 256; ++e) {
+    const int c = e / 64, l = e % 32, high = (e % 64) / 32, j = e / 32;
+    const int low4 = high ? (3 * l + 5 * c) % 16 : (l + c) % 16;
+    const int bit5 = (((37 * l + 11) & 0xFF) >> (2 * c + high)) & 1;
+    const float expected = 0.5f * sc[j] * (low4 + 16 * bit5) - 0.25f * m[j];
+    EXPECT_EQ(y[e], expected) << "element " << e;
   }
 }
 

@@ -150,8 +150,9 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
 // panel above), and bitwise the same for a row whatever the batch around it and the thread count.
 // With bf16_activations the vdpbf16ps 4-bit kernels (AVX512-BF16 CPUs) take x rounded to BF16,
 // and so does the reference they are compared with.
-// Without AVX-512, Highway's kernels (every format, Q4_K/Q6_K included) take the same checks; the
-// dequantized rows they multiply must equal DequantizeRow's exactly.
+// Without AVX-512, Highway's kernels (every format) take the same checks, and with it the formats
+// the AVX-512 kernels do not take (Q5_0, Q4_1, Q5_1, K-quants); the dequantized rows they multiply
+// must equal DequantizeRow's exactly.
 TEST_F(FastCpuOpsTest, QuantLinearMatchesReferenceAndIsBitwiseBatchInvariant) {
   const cpu::CpuFeatures& features = cpu::DetectCpuFeatures();
   if (!features.avx512 && !features.simd)
@@ -165,9 +166,13 @@ TEST_F(FastCpuOpsTest, QuantLinearMatchesReferenceAndIsBitwiseBatchInvariant) {
     for (Case c :
          {Case{QuantType::kQ8_0, 0}, Case{QuantType::kQ4_0, 0}, Case{QuantType::kAwq4, 32},
           Case{QuantType::kAwq4, 64}, Case{QuantType::kAwq4, 128}, Case{QuantType::kQ4_K, 0},
-          Case{QuantType::kQ6_K, 0}, Case{QuantType::kQ5_0, 0}}) {
-      const bool k_quant = c.type == QuantType::kQ4_K || c.type == QuantType::kQ6_K;
-      const bool avx512_kernel = !k_quant && c.type != QuantType::kQ5_0;
+          Case{QuantType::kQ6_K, 0}, Case{QuantType::kQ5_0, 0}, Case{QuantType::kQ4_1, 0},
+          Case{QuantType::kQ5_1, 0}, Case{QuantType::kQ5_K, 0}}) {
+      const bool k_quant =
+          c.type == QuantType::kQ4_K || c.type == QuantType::kQ5_K || c.type == QuantType::kQ6_K;
+      // The AVX-512 kernels take Q8_0, Q4_0 and AWQ4; the other formats run Highway's panel path.
+      const bool avx512_kernel =
+          c.type == QuantType::kQ8_0 || c.type == QuantType::kQ4_0 || c.type == QuantType::kAwq4;
       for (int64_t k : {128, 384, 512, 896}) {
         if (c.group > 0 && k % c.group != 0) continue;
         if (k_quant != (k % 256 == 0)) continue;

@@ -58,7 +58,8 @@ TEST_P(QuantOpsTest, EmbeddingDequantizesRows) {
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, QuantOpsTest,
                          ::testing::Values(QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ5_0,
-                                           QuantType::kQ4_K, QuantType::kQ6_K, QuantType::kAwq4),
+                                           QuantType::kQ4_1, QuantType::kQ5_1, QuantType::kQ4_K,
+                                           QuantType::kQ5_K, QuantType::kQ6_K, QuantType::kAwq4),
                          [](const auto& info) { return std::string(QuantTypeName(info.param)); });
 
 TEST(WeightTest, DenseWeightsGoThroughTheDenseOps) {

@@ -3,12 +3,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "test_util.h"
 
@@ -324,6 +326,30 @@ TEST(CliTest, LeavesNothingInTmpdir) {
   for (const auto& e : fs::directory_iterator(tmp)) left += " " + e.path().filename().string();
   EXPECT_EQ(left, "") << "left behind in TMPDIR";
   fs::remove_all(tmp);
+}
+
+// `bench offline --json`: the issue-6 figure names, and each run's decode against the bandwidth
+// probed beside that run (one entry per run, the paired fraction their median).
+TEST(CliTest, BenchOfflineJsonPairsEachRunWithItsBandwidth) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  RunResult r = RunXinfer("bench offline --model " + Model("tinystories-656k") +
+                          " --input-len 8 --output-len 4 --batch 2 --runs 3 --threads 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  for (const char* key : {"prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "weight_bytes",
+                          "read_gb_s", "decode_roofline_fraction"})
+    EXPECT_GT(j.value(key, 0.0), 0.0) << key;
+  EXPECT_EQ(j["threads"], 2);
+  ASSERT_EQ(j["read_gb_s_runs"].size(), 3u);
+  ASSERT_EQ(j["decode_roofline_fraction_runs"].size(), 3u);
+  std::vector<double> fractions;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(j["read_gb_s_runs"][i].get<double>(), 0.0);
+    fractions.push_back(j["decode_roofline_fraction_runs"][i].get<double>());
+    EXPECT_GT(fractions.back(), 0.0);
+  }
+  std::sort(fractions.begin(), fractions.end());
+  EXPECT_DOUBLE_EQ(j["decode_roofline_fraction_paired"].get<double>(), fractions[1]);
 }
 
 TEST(CliTest, ErrorsExitNonZeroWithMessage) {

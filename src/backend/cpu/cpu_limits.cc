@@ -39,39 +39,54 @@ float OnEveryThread(ThreadPool& pool, Fn fn) {
 
 }  // namespace
 
-MachineLimits MeasureMachineLimits(int threads, size_t bandwidth_bytes, int repeats) {
-  ThreadPool pool(threads);
-  MachineLimits m;
-  m.threads = pool.size();
-  const int nt = pool.size();
-  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
-  const int64_t n = static_cast<int64_t>(bandwidth_bytes / sizeof(float));
-  void* mem = ::mmap(nullptr, n * sizeof(float), PROT_READ | PROT_WRITE,
+BandwidthProbe::BandwidthProbe(int threads, size_t bytes)
+    : pool_(threads), n_(static_cast<int64_t>(bytes / sizeof(float))) {
+  void* mem = ::mmap(nullptr, n_ * sizeof(float), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   XI_CHECK_MSG(mem != MAP_FAILED, "bandwidth buffer allocation failed");
-  float* buf = static_cast<float*>(mem);
+  buf_ = static_cast<float*>(mem);
   // Fault the pages in from every thread's share so first-touch cost is not timed. Every page
   // gets different contents: pages of one repeated value can be merged by the host (KSM-style
   // deduplication in virtual machines), after which the "DRAM" reads hit one cached page and the
   // probe reported up to 1.7x the real bandwidth.
-  pool.ParallelRanges(n, 1 << 16, [&](int64_t b, int64_t e, int) {
+  pool_.ParallelRanges(n_, 1 << 16, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i)
-      buf[i] = static_cast<float>(static_cast<uint32_t>(i) * 2654435761u >> 8);
+      buf_[i] = static_cast<float>(static_cast<uint32_t>(i) * 2654435761u >> 8);
   });
+}
+
+BandwidthProbe::~BandwidthProbe() { ::munmap(buf_, n_ * sizeof(float)); }
+
+double BandwidthProbe::Measure(int repeats) {
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  const int nt = pool_.size();
   volatile float sink = 0;
+  double best = 0;
   for (int r = 0; r < repeats; ++r) {
     const double t0 = Seconds();
-    const float total = OnEveryThread(pool, [&](int tid) {
-      const int64_t b = n * tid / nt, e = n * (tid + 1) / nt;
-      return f.avx512 ? cpu::avx512::ReadSum(buf + b, e - b)
-             : f.simd ? cpu::simd::ReadSum(buf + b, e - b)
-                      : PortableSum(buf + b, e - b);
+    const float total = OnEveryThread(pool_, [&](int tid) {
+      const int64_t b = n_ * tid / nt, e = n_ * (tid + 1) / nt;
+      return f.avx512 ? cpu::avx512::ReadSum(buf_ + b, e - b)
+             : f.simd ? cpu::simd::ReadSum(buf_ + b, e - b)
+                      : PortableSum(buf_ + b, e - b);
     });
     const double dt = Seconds() - t0;
     sink = sink + total;
-    m.read_gb_s = std::max(m.read_gb_s, static_cast<double>(n * sizeof(float)) / dt / 1e9);
+    best = std::max(best, static_cast<double>(n_ * sizeof(float)) / dt / 1e9);
   }
-  ::munmap(mem, n * sizeof(float));
+  return best;
+}
+
+MachineLimits MeasureMachineLimits(int threads, size_t bandwidth_bytes, int repeats) {
+  MachineLimits m;
+  {
+    BandwidthProbe probe(threads, bandwidth_bytes);
+    m.read_gb_s = probe.Measure(repeats);
+  }
+  ThreadPool pool(threads);
+  m.threads = pool.size();
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  volatile float sink = 0;
   if (!f.avx512 && f.simd) {
     constexpr int64_t kIters = 4'000'000;  // 12 chains of one vector FMA each
     const double flops_per_iter = 2.0 * 12 * static_cast<double>(cpu::simd::F32Lanes());

@@ -173,23 +173,30 @@ void ScaleMinK4(int j, const uint8_t* s, int* sc, int* m) {
 namespace {
 
 // The 256 values come in four chunks of 64: chunk c's first 32 are the low nibbles of
-// q[32c .. 32c+31], its last 32 the high nibbles.
-void DequantQ4_K(const uint8_t* b, float* y) {
+// q[32c .. 32c+31], its last 32 the high nibbles. Q5_K (qh != nullptr) adds a 5th bit to each:
+// bit 2c of qh[l] for element l of the chunk's first 32, bit 2c + 1 for its last 32.
+void DequantScaleMinK(const uint8_t* b, const uint8_t* qh, const uint8_t* q, float* y) {
   const float d = F16ToF32(LoadU16(b));
   const float dmin = F16ToF32(LoadU16(b + 2));
   const uint8_t* s = b + 4;
-  const uint8_t* q = b + 16;
   for (int c = 0; c < 4; ++c) {
     int sc0, m0, sc1, m1;
     ScaleMinK4(2 * c, s, &sc0, &m0);
     ScaleMinK4(2 * c + 1, s, &sc1, &m1);
     const float d0 = d * sc0, dm0 = dmin * m0, d1 = d * sc1, dm1 = dmin * m1;
     for (int l = 0; l < 32; ++l) {
-      y[64 * c + l] = d0 * (q[32 * c + l] & 0xF) - dm0;
-      y[64 * c + 32 + l] = d1 * (q[32 * c + l] >> 4) - dm1;
+      int lo = q[32 * c + l] & 0xF, hi = q[32 * c + l] >> 4;
+      if (qh != nullptr) {
+        lo |= ((qh[l] >> (2 * c)) & 1) << 4;
+        hi |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
+      }
+      y[64 * c + l] = d0 * static_cast<float>(lo) - dm0;
+      y[64 * c + 32 + l] = d1 * static_cast<float>(hi) - dm1;
     }
   }
 }
+
+void DequantQ4_K(const uint8_t* b, float* y) { DequantScaleMinK(b, nullptr, b + 16, y); }
 
 // The 6-bit scales and mins of a Q4_K / Q5_K block: sub-block j (32 values) gets
 // x ~ d * sc[j] * q - dmin * m[j] with q in [0, levels]. Writes d, dmin and the 12 packed scale
@@ -243,28 +250,8 @@ void QuantQ4_K(const float* x, uint8_t* b) {
 }
 
 // --- Q5_K: f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 q[128] ------------------------------
-// Q4_K with 5-bit codes: x = d * sc * q - dmin * m, q 0..31. The low 4 bits are laid out as Q4_K's
-// nibbles; the 5th bit of element l of chunk c (64 values) is bit 2c of qh[l] in the chunk's first
-// 32 (low nibbles) and bit 2c + 1 of qh[l] in its last 32 (high nibbles).
-void DequantQ5_K(const uint8_t* b, float* y) {
-  const float d = F16ToF32(LoadU16(b));
-  const float dmin = F16ToF32(LoadU16(b + 2));
-  const uint8_t* s = b + 4;
-  const uint8_t* qh = b + 16;
-  const uint8_t* q = b + 48;
-  for (int c = 0; c < 4; ++c) {
-    int sc0, m0, sc1, m1;
-    ScaleMinK4(2 * c, s, &sc0, &m0);
-    ScaleMinK4(2 * c + 1, s, &sc1, &m1);
-    const float d0 = d * sc0, dm0 = dmin * m0, d1 = d * sc1, dm1 = dmin * m1;
-    for (int l = 0; l < 32; ++l) {
-      const int lo = (q[32 * c + l] & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4);
-      const int hi = (q[32 * c + l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
-      y[64 * c + l] = d0 * static_cast<float>(lo) - dm0;
-      y[64 * c + 32 + l] = d1 * static_cast<float>(hi) - dm1;
-    }
-  }
-}
+// Q4_K with 5-bit codes: x = d * sc * q - dmin * m, q 0..31 (layout in DequantScaleMinK).
+void DequantQ5_K(const uint8_t* b, float* y) { DequantScaleMinK(b, b + 16, b + 48, y); }
 
 void QuantQ5_K(const float* x, uint8_t* b) {
   uint8_t q5[256];

@@ -185,7 +185,7 @@ HWY_INLINE VF F16Scale(const uint8_t* p) {
   return hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du16, bits)));
 }
 
-// Bit i of a 32-bit word, for lane-wise bit tests (Q5_0's high bits).
+// Bit i of a 32-bit word, for lane-wise bit tests (the 5th bits of Q5_0 and Q5_1).
 alignas(64) constexpr int32_t kBit[32] = {
     1 << 0,  1 << 1,  1 << 2,  1 << 3,  1 << 4,  1 << 5,  1 << 6,  1 << 7,
     1 << 8,  1 << 9,  1 << 10, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15,
@@ -200,18 +200,84 @@ struct DequantTags {
   hn::Rebind<uint8_t, DF> du8;
 };
 
-// One Q4_K block (256 values, quant_blocks.cc): y = (d * sc) * q - dmin * m per sub-block of 32,
-// the reference's operations in its order (no FMA), so the values are DequantizeRow's.
-void DequantQ4K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
+// The 32-element block formats (quant.h), as laid out in a block of `bytes`: F16 d at 0, then an
+// F16 min (Q4_1, Q5_1), the 5th bits qh (5-bit formats; bit i: element i) and the 16 bytes of
+// nibbles at `q` (element i < 16 in the low nibble of byte i, 16 + i in its high one).
+struct Block32 {
+  int64_t bytes;
+  bool min;  // x = d * q + m; otherwise x = d * (q - offset)
+  int qh;    // offset of qh, < 0 for 4-bit codes
+  int q;
+};
+constexpr Block32 Block32Layout(QuantType type) {
+  switch (type) {
+    case QuantType::kQ4_0:
+      return {18, false, -1, 2};
+    case QuantType::kQ5_0:
+      return {22, false, 2, 6};
+    case QuantType::kQ4_1:
+      return {20, true, -1, 4};
+    default:  // kQ5_1
+      return {24, true, 4, 8};
+  }
+}
+
+// A row of 32-element blocks (Q4_0, Q5_0, Q4_1, Q5_1; lanes <= 16), each value with the
+// reference's operations in its order: d * (q - 8) or d * (q - 16), d * q + m. d * q is exact (an
+// F16 d times a code of <= 5 bits), so an FMA the compiler may fuse d * q + m into rounds the same.
+template <QuantType kType>
+void DequantBlocks32(const uint8_t* HWY_RESTRICT src, int64_t cols, float* HWY_RESTRICT out) {
+  constexpr Block32 kL = Block32Layout(kType);
   const DequantTags tags;
   const auto& [df, di, d8, du8] = tags;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  PrefetchRange(blk + kQuantPrefetchBytes, 144);
+  const auto mask = hn::Set(di, 15), sixteen = hn::Set(di, 16), zero = hn::Zero(di);
+  const auto offset = hn::Set(di, kL.qh < 0 ? 8 : 16);
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* blk = src + b * kL.bytes;
+    if ((b * kL.bytes & 63) < kL.bytes) __builtin_prefetch(blk + kQuantPrefetchBytes, 0, 3);
+    const VF d = F16Scale(blk);
+    const VF m = kL.min ? F16Scale(blk + 2) : d;
+    int32_t qh = 0;
+    if constexpr (kL.qh >= 0) std::memcpy(&qh, blk + kL.qh, 4);
+    const auto vqh = hn::Set(di, qh);
+    for (int64_t c = 0; c < 16; c += lanes) {
+      const auto v = hn::PromoteTo(di, hn::LoadU(du8, blk + kL.q + c));
+      auto lo = hn::And(v, mask), hi = hn::ShiftRight<4>(v);
+      if constexpr (kL.qh >= 0) {
+        // The 5th bits: lane i tests bit c + i (and 16 + c + i) of qh.
+        const auto bit_lo = hn::And(vqh, hn::LoadU(di, kBit + c));
+        const auto bit_hi = hn::And(vqh, hn::LoadU(di, kBit + 16 + c));
+        lo = hn::Or(lo, hn::IfThenElseZero(hn::Ne(bit_lo, zero), sixteen));
+        hi = hn::Or(hi, hn::IfThenElseZero(hn::Ne(bit_hi, zero), sixteen));
+      }
+      if constexpr (kL.min) {
+        hn::StoreU(hn::Add(hn::Mul(d, hn::ConvertTo(df, lo)), m), df, out + b * 32 + c);
+        hn::StoreU(hn::Add(hn::Mul(d, hn::ConvertTo(df, hi)), m), df, out + b * 32 + 16 + c);
+      } else {
+        hn::StoreU(hn::Mul(hn::ConvertTo(df, hn::Sub(lo, offset)), d), df, out + b * 32 + c);
+        hn::StoreU(hn::Mul(hn::ConvertTo(df, hn::Sub(hi, offset)), d), df, out + b * 32 + 16 + c);
+      }
+    }
+  }
+}
+
+// One Q4_K or Q5_K block (256 values, quant_blocks.cc): y = (d * sc) * q - dmin * m per sub-block
+// of 32, the reference's operations in its order, so the values are DequantizeRow's (d * sc and
+// (d * sc) * q are exact, so an FMA the compiler may fuse the product and the difference into
+// rounds the same). Q5_K's 5th bits of chunk c (64 values) are bits 2c and 2c + 1 of qh[l].
+template <bool kQ5>
+void DequantK(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
+  const DequantTags tags;
+  const auto& [df, di, d8, du8] = tags;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  PrefetchRange(blk + kQuantPrefetchBytes, kQ5 ? 176 : 144);
   uint16_t bits[2];
   std::memcpy(bits, blk, 4);
   const float d = F16ToF32(bits[0]), dmin = F16ToF32(bits[1]);
-  const uint8_t* q = blk + 16;
-  const auto mask = hn::Set(di, 15);
+  const uint8_t* qh = blk + 16;
+  const uint8_t* q = blk + (kQ5 ? 48 : 16);
+  const auto mask = hn::Set(di, 15), sixteen = hn::Set(di, 16);
   for (int c = 0; c < 4; ++c) {
     int sc0, m0, sc1, m1;
     ScaleMinK4(2 * c, blk + 4, &sc0, &m0);
@@ -220,10 +286,14 @@ void DequantQ4K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
     const VF d1 = hn::Set(df, d * sc1), dm1 = hn::Set(df, dmin * m1);
     for (int64_t l = 0; l < 32; l += lanes) {
       const auto v = hn::PromoteTo(di, hn::LoadU(du8, q + 32 * c + l));
-      hn::StoreU(hn::Sub(hn::Mul(d0, hn::ConvertTo(df, hn::And(v, mask))), dm0), df,
-                 y + 64 * c + l);
-      hn::StoreU(hn::Sub(hn::Mul(d1, hn::ConvertTo(df, hn::ShiftRight<4>(v))), dm1), df,
-                 y + 64 * c + 32 + l);
+      auto lo = hn::And(v, mask), hi = hn::ShiftRight<4>(v);
+      if constexpr (kQ5) {  // bit 2c (2c + 1) of qh[l], moved to bit 4
+        const auto h = hn::ShiftLeft<4>(hn::PromoteTo(di, hn::LoadU(du8, qh + l)));
+        lo = hn::Or(lo, hn::And(hn::ShiftRightSame(h, 2 * c), sixteen));
+        hi = hn::Or(hi, hn::And(hn::ShiftRightSame(h, 2 * c + 1), sixteen));
+      }
+      hn::StoreU(hn::Sub(hn::Mul(d0, hn::ConvertTo(df, lo)), dm0), df, y + 64 * c + l);
+      hn::StoreU(hn::Sub(hn::Mul(d1, hn::ConvertTo(df, hi)), dm1), df, y + 64 * c + 32 + l);
     }
   }
 }
@@ -253,9 +323,9 @@ void DequantQ6K(const uint8_t* HWY_RESTRICT blk, float* HWY_RESTRICT y) {
   }
 }
 
-// Row r of a quantized weight as F32 (w.cols floats), the same values DequantizeRow gives (one
-// exactly rounded product per element): Q8_0, Q4_0 and AWQ4 with vectors, other formats (and
-// vectors wider than a block) through DequantizeRow.
+// Row r of a quantized weight as F32 (w.cols floats), the same values DequantizeRow gives: every
+// format with vectors, except on targets whose vectors are too wide for the format's block layout
+// (more than 16 or 32 floats), which go through DequantizeRow.
 void DequantRow(const QuantTensor& w, int64_t r, float* HWY_RESTRICT out) {
   const DequantTags tags;
   const auto& [df, di, d8, du8] = tags;
@@ -273,21 +343,19 @@ void DequantRow(const QuantTensor& w, int64_t r, float* HWY_RESTRICT out) {
     }
     return;
   }
-  if (w.type == QuantType::kQ4_0 && lanes <= 16) {
-    const auto mask = hn::Set(di, 15), eight = hn::Set(di, 8);
-    for (int64_t b = 0; b < w.cols / 32; ++b) {
-      const uint8_t* blk = src + b * 18;
-      if ((b * 18 & 63) < 18) __builtin_prefetch(blk + kQuantPrefetchBytes, 0, 3);
-      const VF d = F16Scale(blk);
-      for (int64_t c = 0; c < 16; c += lanes) {
-        const auto v = hn::PromoteTo(di, hn::LoadU(du8, blk + 2 + c));
-        const auto lo = hn::Sub(hn::And(v, mask), eight);
-        const auto hi = hn::Sub(hn::ShiftRight<4>(v), eight);
-        hn::StoreU(hn::Mul(hn::ConvertTo(df, lo), d), df, out + b * 32 + c);
-        hn::StoreU(hn::Mul(hn::ConvertTo(df, hi), d), df, out + b * 32 + 16 + c);
-      }
+  if (lanes <= 16) {  // half a 32-element block per vector at most
+    switch (w.type) {
+      case QuantType::kQ4_0:
+        return DequantBlocks32<QuantType::kQ4_0>(src, w.cols, out);
+      case QuantType::kQ5_0:
+        return DequantBlocks32<QuantType::kQ5_0>(src, w.cols, out);
+      case QuantType::kQ4_1:
+        return DequantBlocks32<QuantType::kQ4_1>(src, w.cols, out);
+      case QuantType::kQ5_1:
+        return DequantBlocks32<QuantType::kQ5_1>(src, w.cols, out);
+      default:
+        break;
     }
-    return;
   }
   if (w.type == QuantType::kAwq4 && w.group_size % (2 * lanes) == 0) {
     const int64_t gs = w.group_size, groups = w.cols / gs;
@@ -309,33 +377,12 @@ void DequantRow(const QuantTensor& w, int64_t r, float* HWY_RESTRICT out) {
     }
     return;
   }
-  if (w.type == QuantType::kQ5_0 && lanes <= 16) {
-    const auto mask = hn::Set(di, 15), sixteen = hn::Set(di, 16), zero = hn::Zero(di);
-    for (int64_t b = 0; b < w.cols / 32; ++b) {
-      const uint8_t* blk = src + b * 22;
-      if ((b * 22 & 63) < 22) __builtin_prefetch(blk + kQuantPrefetchBytes, 0, 3);
-      const VF d = F16Scale(blk);
-      int32_t qh;
-      std::memcpy(&qh, blk + 2, 4);
-      const auto vqh = hn::Set(di, qh);
-      for (int64_t c = 0; c < 16; c += lanes) {
-        const auto v = hn::PromoteTo(di, hn::LoadU(du8, blk + 6 + c));
-        // The 5th bits: lane i tests bit c + i (and 16 + c + i) of qh.
-        const auto bit_lo = hn::And(vqh, hn::LoadU(di, kBit + c));
-        const auto bit_hi = hn::And(vqh, hn::LoadU(di, kBit + 16 + c));
-        const auto lo = hn::Sub(
-            hn::Or(hn::And(v, mask), hn::IfThenElseZero(hn::Ne(bit_lo, zero), sixteen)), sixteen);
-        const auto hi =
-            hn::Sub(hn::Or(hn::ShiftRight<4>(v), hn::IfThenElseZero(hn::Ne(bit_hi, zero), sixteen)),
-                    sixteen);
-        hn::StoreU(hn::Mul(hn::ConvertTo(df, lo), d), df, out + b * 32 + c);
-        hn::StoreU(hn::Mul(hn::ConvertTo(df, hi), d), df, out + b * 32 + 16 + c);
-      }
-    }
+  if (w.type == QuantType::kQ4_K && lanes <= 32) {
+    for (int64_t b = 0; b < w.cols / 256; ++b) DequantK<false>(src + b * 144, out + b * 256);
     return;
   }
-  if (w.type == QuantType::kQ4_K && lanes <= 32) {
-    for (int64_t b = 0; b < w.cols / 256; ++b) DequantQ4K(src + b * 144, out + b * 256);
+  if (w.type == QuantType::kQ5_K && lanes <= 32) {
+    for (int64_t b = 0; b < w.cols / 256; ++b) DequantK<true>(src + b * 176, out + b * 256);
     return;
   }
   if (w.type == QuantType::kQ6_K && lanes <= 16) {

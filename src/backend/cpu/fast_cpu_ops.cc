@@ -136,7 +136,8 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
                              Tensor& out) {
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
-  // the AVX-512 kernels do not (Q5_0, Q4_K, Q6_K: Highway's AVX-512 target, not the reference).
+  // the AVX-512 kernels do not (Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K: Highway's AVX-512 target, not
+  // the reference).
   const bool avx512 = features_.avx512 && cpu::avx512::QuantKernelSupports(w);
   if (!avx512 && !features_.simd) return CpuOps::QuantLinear(x, w, bias, out);
   cpu::QuantLinearTask task;

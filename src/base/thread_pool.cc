@@ -3,7 +3,12 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
+#include <fstream>
+#include <optional>
+#include <string>
 
 #include "base/check.h"
 
@@ -46,11 +51,57 @@ thread_local int tls_thread = 0;
 
 }  // namespace
 
+namespace {
+
+// A whole decimal number (optionally negative) with surrounding whitespace, else nullopt.
+std::optional<int64_t> ParseInt(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+int QuotaCpus(int64_t quota, int64_t period) {
+  if (quota <= 0 || period <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>((quota + period - 1) / period, 1 << 20));
+}
+
+std::string ReadSmallFile(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
+}  // namespace
+
+int CpuQuotaFromCgroupV2(std::string_view cpu_max) {
+  const size_t space = cpu_max.find(' ');
+  if (space == std::string_view::npos) return 0;
+  const auto quota = ParseInt(cpu_max.substr(0, space));  // "max" (no limit) fails to parse
+  const auto period = ParseInt(cpu_max.substr(space + 1));
+  return quota && period ? QuotaCpus(*quota, *period) : 0;
+}
+
+int CpuQuotaFromCgroupV1(std::string_view quota_us, std::string_view period_us) {
+  const auto quota = ParseInt(quota_us), period = ParseInt(period_us);
+  return quota && period ? QuotaCpus(*quota, *period) : 0;
+}
+
 int AvailableCpuCount() {
+  int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) cpus = std::max(1, CPU_COUNT(&set));
+  int quota = CpuQuotaFromCgroupV2(ReadSmallFile("/sys/fs/cgroup/cpu.max"));
+  if (quota == 0)
+    quota = CpuQuotaFromCgroupV1(ReadSmallFile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+                                 ReadSmallFile("/sys/fs/cgroup/cpu/cpu.cfs_period_us"));
+  return quota > 0 ? std::min(cpus, quota) : cpus;
 }
 
 ThreadPool::ThreadPool(int num_threads)

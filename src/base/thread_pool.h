@@ -17,14 +17,22 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 namespace xinfer {
 
-// The CPUs this process may run on (its affinity mask, e.g. under taskset or a cgroup cpuset),
-// at least 1.
+// The CPUs this process may use, at least 1: its affinity mask (taskset, a cgroup cpuset),
+// capped by a cgroup CPU quota (a container's `--cpus`, a Kubernetes CPU limit), rounded up.
+// More threads than the quota allows would be throttled together for the rest of each period.
 int AvailableCpuCount();
+
+// CPUs granted by a cgroup quota, rounded up: `cpu_max` is cgroup v2's cpu.max ("max 100000" or
+// "200000 100000"); 0 when there is no limit or the text is not understood.
+int CpuQuotaFromCgroupV2(std::string_view cpu_max);
+// The same from cgroup v1's cpu.cfs_quota_us and cpu.cfs_period_us (-1: no limit).
+int CpuQuotaFromCgroupV1(std::string_view quota_us, std::string_view period_us);
 
 class ThreadPool {
  public:

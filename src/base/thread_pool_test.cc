@@ -23,6 +23,23 @@ TEST(ThreadPoolTest, SizeDefaultsToAvailableCpus) {
   EXPECT_EQ(ThreadPool(-1).size(), AvailableCpuCount());
 }
 
+// Containers limit CPUs by quota more often than by cpuset; the pool must not start more threads
+// than the quota grants (they would be throttled together).
+TEST(ThreadPoolTest, CgroupQuotaCapsTheThreadCount) {
+  EXPECT_EQ(CpuQuotaFromCgroupV2("max 100000"), 0);
+  EXPECT_EQ(CpuQuotaFromCgroupV2("200000 100000"), 2);
+  EXPECT_EQ(CpuQuotaFromCgroupV2("150000 100000\n"), 2);  // 1.5 CPUs: round up
+  EXPECT_EQ(CpuQuotaFromCgroupV2("50000 100000"), 1);
+  EXPECT_EQ(CpuQuotaFromCgroupV2(""), 0);
+  EXPECT_EQ(CpuQuotaFromCgroupV2("garbage"), 0);
+  EXPECT_EQ(CpuQuotaFromCgroupV2("100000 0"), 0);
+  EXPECT_EQ(CpuQuotaFromCgroupV2("-5 100000"), 0);
+  EXPECT_EQ(CpuQuotaFromCgroupV1("-1", "100000"), 0);
+  EXPECT_EQ(CpuQuotaFromCgroupV1("400000", "100000"), 4);
+  EXPECT_EQ(CpuQuotaFromCgroupV1("", ""), 0);
+  EXPECT_EQ(CpuQuotaFromCgroupV1("12x", "100000"), 0);
+}
+
 TEST(ThreadPoolTest, EveryChunkRunsExactlyOnce) {
   for (int threads : {1, 2, 3, 8}) {
     ThreadPool pool(threads);

@@ -19,7 +19,9 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c->enable_prefix_caching,
                 "Reuse KV blocks of shared prefixes (default on)");
   cmd->add_option("--scheduling-policy", c->scheduling_policy, "fcfs (default) or priority");
-  cmd->add_option("--threads", c->threads, "CPU worker threads (default: all cores)");
+  cmd->add_option("--threads", c->threads,
+                  "CPU threads per op, the engine thread included (default: the CPUs this "
+                  "process may use: affinity mask, cgroup CPU quota)");
   cmd->add_option("--dtype", c->dtype,
                   "auto (default; = float32 on CPU), bfloat16 (BF16 activations on BF16 weights: "
                   "faster, logits move by ~0.5 %) or float32");

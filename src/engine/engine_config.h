@@ -27,7 +27,7 @@ struct EngineConfig {
   bool enable_chunked_prefill = true;
   bool enable_prefix_caching = true;
   std::string scheduling_policy = "fcfs";  // or "priority"
-  int threads = 0;                         // CPU worker threads; 0: all cores
+  int threads = 0;                         // CPU threads per op; 0: AvailableCpuCount()
 
   // vLLM's --dtype: "auto" (= "float32" on CPU: weights used as stored, F32 activations, logits
   // match an F32 reference to ~1e-5 of their magnitude), "float32"/"float", or "bfloat16" (BF16

@@ -156,19 +156,16 @@ void ThreadPool::RunImpl(int64_t num_chunks, void* fn, Trampoline call) {
   running_.store(false, std::memory_order_release);
 }
 
-int64_t ThreadPool::RunChunks(uint32_t epoch, int thread) {
-  int64_t ran = 0;
+void ThreadPool::RunChunks(uint32_t epoch, int thread) {
   uint64_t t = ticket_.load(std::memory_order_acquire);
   while (EpochOf(t) == epoch && static_cast<uint32_t>(t) < num_chunks_) {
     if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
                                        std::memory_order_acquire))
       continue;  // `t` now holds the current ticket
     call_(fn_, static_cast<uint32_t>(t), thread);
-    ++ran;
     pending_.fetch_sub(1, std::memory_order_release);
     t = ticket_.load(std::memory_order_acquire);
   }
-  return ran;
 }
 
 void ThreadPool::WorkerLoop(int thread) {

@@ -71,8 +71,8 @@ class ThreadPool {
   using Trampoline = void (*)(void*, int64_t, int);
   void RunImpl(int64_t num_chunks, void* fn, Trampoline call);
   void WorkerLoop(int thread);
-  // Claims and runs chunks of the job `epoch` until none are left; returns how many it ran.
-  int64_t RunChunks(uint32_t epoch, int thread);
+  // Claims and runs chunks of the job `epoch` until none are left.
+  void RunChunks(uint32_t epoch, int thread);
 
   int size_;
   std::vector<std::thread> workers_;

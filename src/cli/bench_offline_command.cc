@@ -110,12 +110,13 @@ int Run(const BenchOptions& o) {
     auto r = RunOnce(**engine, warm, -1);
     if (!r.ok()) return ReportError(r.status());
   }
-  const MachineLimits limits = MeasureMachineLimits(o.threads);
+  // The host's bandwidth moves between minutes, so each run's decode is also compared with the
+  // bandwidth read right before and right after it (the higher of the two: the stricter bound),
+  // with the same probe (one 1 GiB buffer, faulted in once).
+  BandwidthProbe probe(o.threads);
+  const MachineLimits limits = MeasureMachineLimits(probe);
   // Average context attended: prompt/2 during prefill, prompt + output/2 during decode.
   const double decode_ctx = o.input_len + o.output_len / 2.0;
-  // The host's bandwidth moves between minutes, so each run's decode is also compared with the
-  // bandwidth read right before and right after it (the higher of the two: the stricter bound).
-  BandwidthProbe probe(o.threads);
   std::vector<double> prefill, decode, run_read_gb_s, run_decode_frac;
   for (int run = 0; run < o.runs; ++run) {
     const double read_before = probe.Measure();

@@ -78,12 +78,14 @@ double BandwidthProbe::Measure(int repeats) {
 }
 
 MachineLimits MeasureMachineLimits(int threads, size_t bandwidth_bytes, int repeats) {
+  BandwidthProbe probe(threads, bandwidth_bytes);
+  return MeasureMachineLimits(probe, repeats);
+}
+
+MachineLimits MeasureMachineLimits(BandwidthProbe& probe, int repeats) {
   MachineLimits m;
-  {
-    BandwidthProbe probe(threads, bandwidth_bytes);
-    m.read_gb_s = probe.Measure(repeats);
-  }
-  ThreadPool pool(threads);
+  m.read_gb_s = probe.Measure(repeats);
+  ThreadPool& pool = probe.pool();
   m.threads = pool.size();
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
   volatile float sink = 0;

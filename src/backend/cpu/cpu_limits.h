@@ -30,6 +30,8 @@ class BandwidthProbe {
   int threads() const { return pool_.size(); }
   // GB/s (1e9 bytes), the best of `repeats` passes over the buffer.
   double Measure(int repeats = 3);
+  // The probe's threads, for other measurements that should run on the same ones.
+  ThreadPool& pool() { return pool_; }
 
  private:
   ThreadPool pool_;
@@ -41,5 +43,7 @@ class BandwidthProbe {
 // `bandwidth_bytes`: size of the buffer read (default 1 GiB, as the reference anchors).
 MachineLimits MeasureMachineLimits(int threads = 0, size_t bandwidth_bytes = size_t{1} << 30,
                                    int repeats = 5);
+// The same with a probe the caller keeps (and may measure again later) and its threads.
+MachineLimits MeasureMachineLimits(BandwidthProbe& probe, int repeats = 5);
 
 }  // namespace xinfer

@@ -41,6 +41,12 @@ void FastCpuOps::ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn) {
 }
 
 template <class Fn>
+void FastCpuOps::ForEachRowRange(int64_t rows, int64_t row_elems, Fn&& fn) {
+  pool().ParallelRanges(rows, MinUnits(kMinParallelElems, row_elems),
+                        [&](int64_t r0, int64_t r1, int) { fn(r0, r1); });
+}
+
+template <class Fn>
 void FastCpuOps::ForEachElementRange(int64_t n, Fn&& fn) {
   pool().ParallelRanges(CeilDiv(n, 16), kMinParallelElems / 16, [&](int64_t u0, int64_t u1, int) {
     const int64_t i0 = std::min(n, u0 * 16), i1 = std::min(n, u1 * 16);
@@ -108,7 +114,7 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
     task.xp = xp_.data();
   }
   if (dot || widen) {
-    pool().ParallelRanges(t_rows, MinUnits(kMinParallelElems, k), [&](int64_t r0, int64_t r1, int) {
+    ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
       if (dot) {
         cpu::avx512::RoundRowsToBf16(task.x + r0 * k, r1 - r0, k, xb_.data() + r0 * task.ldxb,
                                      task.ldxb);
@@ -156,7 +162,7 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
       xsum_.resize(t_rows * task.ldxsum);
     task.xs = xb_.data();
     task.xsum = xsum_.data();
-    pool().ParallelRanges(t_rows, MinUnits(kMinParallelElems, k), [&](int64_t r0, int64_t r1, int) {
+    ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
       cpu::avx512::NibbleBf16PrepareX(w.type, x.data<float>() + r0 * k, r1 - r0, k, k,
                                       xb_.data() + r0 * task.ldxs, task.ldxs,
                                       xsum_.data() + r0 * task.ldxsum, task.ldxsum, task.hi_only);
@@ -188,7 +194,7 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
   if (q8 && !q8_direct && static_cast<int>(panels_.size()) < num_threads())
     panels_.resize(num_threads());
   if (permute || !q8) {
-    pool().ParallelRanges(t_rows, MinUnits(kMinParallelElems, k), [&](int64_t r0, int64_t r1, int) {
+    ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
       if (permute)
         cpu::avx512::PermuteEvenOdd(x.data<float>() + r0 * k, r1 - r0, k, xp_.data() + r0 * k, k);
       if (!q8)
@@ -263,7 +269,7 @@ void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tenso
   const float* w = ToF32(weight, norm_w_);
   const float* xs = x.data<float>();
   float* os = out.data<float>();
-  pool().ParallelRanges(rows, MinUnits(kMinParallelElems, n), [&](int64_t r0, int64_t r1, int) {
+  ForEachRowRange(rows, n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       if (features_.avx512) {
         cpu::avx512::RmsNormRow(xs + r * n, w, n, eps, os + r * n);
@@ -307,8 +313,7 @@ void FastCpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double thet
   }
   EnsureRopeTable(theta, dim, static_cast<int64_t>(max_pos) + 1);
   float* xs = x.data<float>();
-  const int64_t min_rows = MinUnits(kMinParallelElems, heads * dim);
-  pool().ParallelRanges(t_rows, min_rows, [&](int64_t t0, int64_t t1, int) {
+  ForEachRowRange(t_rows, heads * dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* c = rope_cos_.data() + positions[t] * half;
       const float* s = rope_sin_.data() + positions[t] * half;

@@ -44,6 +44,10 @@ class FastCpuOps : public CpuOps {
   // spread over the pool; `row_cost`: multiply-adds per weight row (T x K).
   template <class Fn>
   void ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn);
+  // Runs fn(r0, r1) over ranges of the rows [0, rows) of `row_elems` elements each (x rows to
+  // prepare, rows to normalize).
+  template <class Fn>
+  void ForEachRowRange(int64_t rows, int64_t row_elems, Fn&& fn);
   // Runs fn(i0, i1) over ranges of [0, n) that start at multiples of 16.
   template <class Fn>
   void ForEachElementRange(int64_t n, Fn&& fn);

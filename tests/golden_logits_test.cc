@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "golden_util.h"
@@ -56,6 +60,46 @@ TEST_P(GoldenLogitsTest, Bf16ActivationsStayWithinBf16Tolerance) {
   }
   std::printf("%s: max |logit - reference| F32 activations %.4f, BF16 activations %.4f\n",
               c.model.c_str(), f32_diff, bf16_diff);
+}
+
+// Weight placement (Backend::PlaceWeights): by default the weights are copied into huge-page
+// memory and the model file is unmapped once loaded (the memory is not held twice); with
+// mmap_weights the file stays mapped. The logits are bitwise the same either way, for a
+// safetensors folder and a GGUF file.
+bool FileIsMapped(const std::string& path) {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return false;
+  char line[4096];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, maps) != nullptr)
+    found = std::string(line).find(path) != std::string::npos;
+  std::fclose(maps);
+  return found;
+}
+
+TEST(WeightPlacementTest, CopiedWeightsGiveTheMappedOnesLogitsAndReleaseTheFile) {
+  for (const char* name : {"tiny-qwen3", "tiny-qwen3-q8_0.gguf"}) {
+    XI_REQUIRE_SHARED(std::string("models/") + name);
+    const std::string path = testing::SharedDir() + "/models/" + name;
+    const std::string weights_file =
+        std::filesystem::canonical(path.ends_with(".gguf") ? path : path + "/model.safetensors");
+    auto mapped_backend = CreateCpuBackend({.mmap_weights = true});
+    auto mapped = LoadCausalLM(path, *mapped_backend);
+    ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+    EXPECT_TRUE(FileIsMapped(weights_file)) << weights_file;
+    const std::vector<int32_t> ids = {1, 2, 3, 4, 5, 6, 7};
+    const std::vector<float> want = testing::LastLogits(**mapped, *mapped_backend, ids);
+    mapped->reset();
+    EXPECT_FALSE(FileIsMapped(weights_file)) << weights_file;
+
+    auto backend = CreateCpuBackend();
+    auto placed = LoadCausalLM(path, *backend);
+    ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+    EXPECT_FALSE(FileIsMapped(weights_file)) << weights_file << " still mapped after loading";
+    const std::vector<float> got = testing::LastLogits(**placed, *backend, ids);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenLogitsTest,

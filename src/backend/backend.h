@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "tensor/quant.h"
 #include "tensor/tensor.h"
@@ -81,6 +82,11 @@ class Backend {
   // Zero-initialized device memory of `bytes` bytes.
   virtual std::shared_ptr<Buffer> Allocate(size_t bytes) = 0;
   virtual Ops& ops() = 0;
+  // Weight placement, once per model at load time: returns `host`'s tensors (same dtype, shape
+  // and bytes, in the same order) in the memory this device's ops should read them from. Inputs
+  // may point into a memory-mapped file; inputs that alias the same bytes (a tied lm_head) alias
+  // each other in the result too. The results share Buffers that outlive the inputs.
+  virtual std::vector<Tensor> PlaceWeights(std::span<const Tensor> host) = 0;
 
   // Convenience: a new zeroed tensor on this device.
   Tensor NewTensor(DType dtype, Shape shape) {
@@ -95,6 +101,10 @@ struct CpuBackendOptions {
   // Zen 4) instead of F32 ones, and so do AWQ g128 / Q4_0 weights on the vdpbf16ps 4-bit kernels
   // (which otherwise split x into BF16 hi + lo); `--dtype bfloat16`. F32/F16/Q8_0 are unaffected.
   bool bf16_activations = false;
+  // Weights stay in the model file's mapped pages (page cache shared between processes, no copy
+  // at startup) instead of being copied into huge-page memory; `--mmap-weights`. Decode streams
+  // the weights, and 4 KiB pages cost ~25 % of its speed in TLB misses.
+  bool mmap_weights = false;
 };
 std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
 

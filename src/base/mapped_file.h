@@ -1,6 +1,7 @@
-// Read-only memory-mapped file. Weights are mapped, never copied, so that several engines in
-// one process (or the page cache across processes) share them. Move-only; the mapping lives as
-// long as the object. Reading is thread-safe.
+// Read-only memory-mapped file. Model files are read through it; the backend then places the
+// weights (a copy into huge pages on the CPU, unless `--mmap-weights` keeps reading the mapping,
+// which the page cache shares across processes). Move-only; the mapping lives as long as the
+// object. Reading is thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -32,6 +32,7 @@ struct BenchOptions {
   int threads = 0;
   int runs = 3;
   std::string dtype = "auto";
+  bool mmap_weights = false;
   bool json = false;
 };
 
@@ -95,6 +96,7 @@ int Run(const BenchOptions& o) {
   cfg.model = o.model;
   cfg.threads = o.threads;
   cfg.dtype = o.dtype;
+  cfg.mmap_weights = o.mmap_weights;
   cfg.max_num_seqs = o.batch;
   cfg.max_model_len = o.input_len + o.output_len;
   cfg.max_num_batched_tokens = std::max(o.batch * o.input_len, o.input_len + o.output_len);
@@ -153,6 +155,7 @@ int Run(const BenchOptions& o) {
         {"decode_tok_s_runs", decode},
         {"isa", cpu::KernelIsaName()},
         {"dtype", o.dtype},
+        {"mmap_weights", o.mmap_weights},
         {"peak", prefill_roof.peak_name},
         {"read_gb_s", limits.read_gb_s},
         {"peak_f32_gflop_s", limits.f32_gflop_s},
@@ -203,6 +206,8 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "As serve's --dtype: auto, bfloat16 or float32")
       ->capture_default_str();
+  cmd->add_flag("--mmap-weights", opts->mmap_weights,
+                "As serve's --mmap-weights: weights read from the mapped file (4 KiB pages)");
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");
   cmd->callback([opts, exit_code] { *exit_code = Run(*opts); });
 }

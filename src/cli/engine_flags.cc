@@ -22,6 +22,10 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--threads", c->threads,
                   "CPU threads per op, the engine thread included (default: the CPUs this "
                   "process may use: affinity mask, cgroup CPU quota)");
+  cmd->add_flag("--mmap-weights", c->mmap_weights,
+                "Read the weights from the mapped model file (page cache shared between "
+                "processes) instead of copying them into huge-page memory at load: less memory, "
+                "slower decode");
   cmd->add_option("--dtype", c->dtype,
                   "auto (default; = float32 on CPU), bfloat16 (BF16 activations on BF16 weights: "
                   "faster, logits move by ~0.5 %) or float32");

@@ -28,6 +28,10 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   std::string scheduling_policy = "fcfs";  // or "priority"
   int threads = 0;                         // CPU threads per op; 0: AvailableCpuCount()
+  // Keep the weights in the model file's mapped pages instead of copying them into huge-page
+  // memory at load (CpuBackendOptions::mmap_weights): less memory when several processes serve
+  // one file, slower decode.
+  bool mmap_weights = false;
 
   // vLLM's --dtype: "auto" (= "float32" on CPU: weights used as stored, F32 activations, logits
   // match an F32 reference to ~1e-5 of their magnitude), "float32"/"float", or "bfloat16" (BF16

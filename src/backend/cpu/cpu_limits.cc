@@ -1,7 +1,5 @@
 #include "backend/cpu/cpu_limits.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -10,6 +8,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "base/check.h"
+#include "base/huge_pages.h"
 #include "base/thread_pool.h"
 
 namespace xinfer {
@@ -41,10 +40,9 @@ float OnEveryThread(ThreadPool& pool, Fn fn) {
 
 BandwidthProbe::BandwidthProbe(int threads, size_t bytes)
     : pool_(threads), n_(static_cast<int64_t>(bytes / sizeof(float))) {
-  void* mem = ::mmap(nullptr, n_ * sizeof(float), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  XI_CHECK_MSG(mem != MAP_FAILED, "bandwidth buffer allocation failed");
-  buf_ = static_cast<float*>(mem);
+  // Huge pages, as the CPU backend gives its weights: with 4 KiB pages the probe reads ~25 %
+  // less (TLB misses) and would understate the roofline decode is held to.
+  buf_ = static_cast<float*>(MapHugePages(n_ * sizeof(float)));
   // Fault the pages in from every thread's share so first-touch cost is not timed. Every page
   // gets different contents: pages of one repeated value can be merged by the host (KSM-style
   // deduplication in virtual machines), after which the "DRAM" reads hit one cached page and the
@@ -55,7 +53,7 @@ BandwidthProbe::BandwidthProbe(int threads, size_t bytes)
   });
 }
 
-BandwidthProbe::~BandwidthProbe() { ::munmap(buf_, n_ * sizeof(float)); }
+BandwidthProbe::~BandwidthProbe() { UnmapHugePages(buf_, n_ * sizeof(float)); }
 
 double BandwidthProbe::Measure(int repeats) {
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();

@@ -15,6 +15,9 @@ class CpuOps : public Ops {
   // num_threads: threads per op, the calling one included; <= 0: every CPU this process may use.
   explicit CpuOps(int num_threads = 0) : pool_(num_threads) {}
   int num_threads() const { return pool_.size(); }
+  // The ops' pool, for backend work that runs between ops (weight placement at load); the same
+  // one-at-a-time rule applies.
+  ThreadPool& pool() { return pool_; }
 
   // Keep the Weight overloads (quantized weights) visible beside the overrides below.
   using Ops::Embedding;
@@ -31,9 +34,6 @@ class CpuOps : public Ops {
                     Tensor& k_cache, Tensor& v_cache) override;
   void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const PagedAttentionBatch& batch, Tensor& out) override;
-
- protected:
-  ThreadPool& pool() { return pool_; }
 
  private:
   ThreadPool pool_;

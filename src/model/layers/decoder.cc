@@ -181,6 +181,7 @@ StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderS
 
 std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
                                           DecoderWeights weights, Backend& backend) {
+  PlaceDecoderWeights(weights, backend);
   return std::make_unique<DecoderLM>(std::move(config), spec, std::move(weights), backend);
 }
 

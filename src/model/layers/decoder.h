@@ -47,6 +47,10 @@ int64_t DecoderParameterCount(const DecoderWeights& w);
 StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const ModelConfig& config,
                                             const DecoderSpec& spec);
 
+// Hands every weight tensor to `backend.PlaceWeights` once (backend.h) and rebinds `w` to the
+// placed copies; tied tensors stay tied.
+void PlaceDecoderWeights(DecoderWeights& w, Backend& backend);
+
 StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
                                                     std::unique_ptr<WeightStore> store,
                                                     Backend& backend);

@@ -42,6 +42,39 @@ Status LoadDense(const WeightStore& store, const std::string& name, const Shape&
   return Status::Ok();
 }
 
+// Calls f(Tensor&) on every non-empty tensor of `w` in a fixed order, rebuilding each Weight from
+// the (possibly replaced) tensors afterwards.
+template <typename F>
+void ForEachWeightTensor(DecoderWeights& w, F&& f) {
+  auto weight = [&](Weight& wt) {
+    if (wt.empty()) return;
+    if (wt.quantized()) {
+      QuantTensor q = wt.quant();
+      for (Tensor* t : {&q.data, &q.scales, &q.zeros})
+        if (!t->empty()) f(*t);
+      wt = Weight(std::move(q));
+    } else {
+      Tensor t = wt.dense();
+      f(t);
+      wt = Weight(std::move(t));
+    }
+  };
+  auto tensor = [&](Tensor& t) {
+    if (!t.empty()) f(t);
+  };
+  weight(w.embed_tokens);
+  weight(w.lm_head);
+  tensor(w.final_norm);
+  for (auto& l : w.layers) {
+    for (Weight* p :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      weight(*p);
+    for (Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
+                      &l.o_bias, &l.q_norm, &l.k_norm})
+      tensor(*t);
+  }
+}
+
 size_t TensorBytes(const Tensor& t) { return t.empty() ? 0 : t.size_bytes(); }
 int64_t TensorParams(const Tensor& t) { return t.empty() ? 0 : t.numel(); }
 
@@ -74,6 +107,15 @@ int64_t DecoderParameterCount(const DecoderWeights& w) {
       n += TensorParams(*t);
   }
   return n;
+}
+
+void PlaceDecoderWeights(DecoderWeights& w, Backend& backend) {
+  std::vector<Tensor> host;
+  ForEachWeightTensor(w, [&](Tensor& t) { host.push_back(t); });
+  std::vector<Tensor> placed = backend.PlaceWeights(host);
+  XI_CHECK(placed.size() == host.size());
+  size_t next = 0;
+  ForEachWeightTensor(w, [&](Tensor& t) { t = placed[next++]; });
 }
 
 StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const ModelConfig& c,

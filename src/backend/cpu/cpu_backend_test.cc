@@ -1,0 +1,86 @@
+// CpuBackend::PlaceWeights: the placed tensors hold the same bytes, dtypes and shapes in the same
+// order; tensors that alias the same bytes (a tied lm_head) alias each other afterwards, and the
+// copies survive the inputs; with mmap_weights the inputs come back untouched. Large buffers are
+// huge-page aligned.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backend/backend.h"
+#include "base/huge_pages.h"
+
+namespace xinfer {
+namespace {
+
+Tensor Filled(Backend& backend, DType dtype, Shape shape, uint8_t seed) {
+  Tensor t = backend.NewTensor(dtype, std::move(shape));
+  auto* p = static_cast<uint8_t*>(t.raw());
+  for (size_t i = 0; i < t.size_bytes(); ++i) p[i] = static_cast<uint8_t>(seed + i * 31);
+  return t;
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.size_bytes() == b.size_bytes() && std::memcmp(a.raw(), b.raw(), a.size_bytes()) == 0;
+}
+
+TEST(CpuBackendTest, PlaceWeightsCopiesKeepsOrderAndAliasing) {
+  auto backend = CreateCpuBackend();
+  Tensor embed = Filled(*backend, DType::kBF16, {1000, 896}, 1);  // > 1 MiB: a mapped region
+  Tensor norm = Filled(*backend, DType::kF32, {7}, 2);            // odd size: next one realigns
+  Tensor q = Filled(*backend, DType::kU8, {33, 17}, 3);
+  Tensor bias = Filled(*backend, DType::kF16, {5}, 4);
+  std::vector<Tensor> host = {embed, norm, q, embed, bias, embed.Slice0(10, 20)};
+  std::vector<Tensor> placed = backend->PlaceWeights(host);
+  ASSERT_EQ(placed.size(), host.size());
+  for (size_t i = 0; i < host.size(); ++i) {
+    EXPECT_EQ(placed[i].dtype(), host[i].dtype()) << i;
+    EXPECT_EQ(placed[i].shape(), host[i].shape()) << i;
+    EXPECT_TRUE(SameBytes(placed[i], host[i])) << i;
+    EXPECT_NE(placed[i].raw(), host[i].raw()) << i;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(placed[i].raw()) % 64, 0u) << i;
+  }
+  EXPECT_EQ(placed[0].raw(), placed[3].raw());  // the tied copy stays tied
+  // A view into a tensor is its own byte range: copied separately, same contents.
+  EXPECT_NE(placed[5].raw(), static_cast<uint8_t*>(placed[0].raw()) + 10 * 896 * 2);
+  // One region for all, huge-page aligned.
+  EXPECT_EQ(placed[0].buffer(), placed[4].buffer());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(placed[0].buffer()->data()) % kHugePageBytes, 0u);
+  // The copies do not depend on the inputs' memory.
+  std::vector<Tensor> expect = {Filled(*backend, DType::kBF16, {1000, 896}, 1)};
+  std::memset(embed.raw(), 0, embed.size_bytes());
+  host.clear();
+  embed = Tensor();
+  EXPECT_TRUE(SameBytes(placed[0], expect[0]));
+}
+
+TEST(CpuBackendTest, PlaceWeightsOfNothingIsNothing) {
+  auto backend = CreateCpuBackend();
+  EXPECT_TRUE(backend->PlaceWeights({}).empty());
+}
+
+TEST(CpuBackendTest, MmapWeightsKeepsTheInputs) {
+  auto backend = CreateCpuBackend({.mmap_weights = true});
+  Tensor a = Filled(*backend, DType::kF32, {3, 5}, 9);
+  std::vector<Tensor> host = {a, a};
+  std::vector<Tensor> placed = backend->PlaceWeights(host);
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_EQ(placed[0].raw(), a.raw());
+  EXPECT_EQ(placed[1].raw(), a.raw());
+}
+
+TEST(CpuBackendTest, LargeBuffersAreHugePageAligned) {
+  auto backend = CreateCpuBackend();
+  for (size_t bytes : {size_t{1} << 20, size_t{3} << 20, (size_t{8} << 20) + 7}) {
+    auto buffer = backend->Allocate(bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer->data()) % kHugePageBytes, 0u) << bytes;
+    EXPECT_EQ(buffer->size_bytes(), bytes);
+    auto* p = static_cast<uint8_t*>(buffer->data());
+    EXPECT_EQ(p[0], 0);
+    EXPECT_EQ(p[bytes - 1], 0);
+  }
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -1,0 +1,50 @@
+#include "base/huge_pages.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "base/check.h"
+
+namespace xinfer {
+namespace {
+
+size_t RoundUp(size_t bytes) {
+  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+
+}  // namespace
+
+void* MapHugePages(size_t bytes) {
+  const size_t length = RoundUp(bytes > 0 ? bytes : 1);
+  // Over-map by one huge page, then unmap the unaligned head and the tail.
+  const size_t over = length + kHugePageBytes;
+  void* p = ::mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  XI_CHECK_MSG(p != MAP_FAILED, "host allocation (mmap) failed");
+  const uintptr_t base = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (base + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (aligned > base) ::munmap(p, aligned - base);
+  const size_t tail = base + over - (aligned + length);
+  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + length), tail);
+  void* data = reinterpret_cast<void*>(aligned);
+  ::madvise(data, length, MADV_HUGEPAGE);  // advice only: a refusal leaves 4 KiB pages
+  return data;
+}
+
+void UnmapHugePages(void* p, size_t bytes) {
+  if (p != nullptr) ::munmap(p, RoundUp(bytes > 0 ? bytes : 1));
+}
+
+const char* TransparentHugePageMode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!in || !std::getline(in, line)) return "unavailable";
+  // The active mode is bracketed: "always [madvise] never".
+  for (const char* mode : {"always", "madvise", "never"})
+    if (line.find(std::string("[") + mode + "]") != std::string::npos) return mode;
+  return "unavailable";
+}
+
+}  // namespace xinfer

@@ -1,0 +1,23 @@
+// Anonymous host memory for large, streamed buffers (weights, the KV cache, the bandwidth probe):
+// zero-filled, mapped lazily, 2 MiB-aligned and advised as transparent huge pages. Decode reads
+// every weight once per token; with 4 KiB pages the TLB misses cost ~25 % of a core's streaming
+// rate on Zen 4 (docs/performance.md, session 7). Where THP is off the advice is a no-op.
+// Thread-safe (plain mmap/munmap).
+#pragma once
+
+#include <cstddef>
+
+namespace xinfer {
+
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// Maps at least `bytes` (rounded up to kHugePageBytes) and returns the aligned start; CHECK-fails
+// when the kernel refuses the mapping. Release with UnmapHugePages(p, bytes) (same `bytes`).
+void* MapHugePages(size_t bytes);
+void UnmapHugePages(void* p, size_t bytes);
+
+// "always", "madvise" or "never" from /sys/kernel/mm/transparent_hugepage/enabled, or
+// "unavailable", for logs and `doctor`.
+const char* TransparentHugePageMode();
+
+}  // namespace xinfer

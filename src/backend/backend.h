@@ -82,11 +82,18 @@ class Backend {
   // Zero-initialized device memory of `bytes` bytes.
   virtual std::shared_ptr<Buffer> Allocate(size_t bytes) = 0;
   virtual Ops& ops() = 0;
-  // Weight placement, once per model at load time: returns `host`'s tensors (same dtype, shape
-  // and bytes, in the same order) in the memory this device's ops should read them from. Inputs
-  // may point into a memory-mapped file; inputs that alias the same bytes (a tied lm_head) alias
-  // each other in the result too. The results share Buffers that outlive the inputs.
-  virtual std::vector<Tensor> PlaceWeights(std::span<const Tensor> host) = 0;
+  // Weight placement, once per model at load time: returns the weights' tensors (same dtype and
+  // shape, in the same order) in the memory and layout this device's ops should read them in.
+  // `linear`: the tensor is the `w` of Ops::Linear, which the backend may store in a layout of its
+  // kernels' choosing (Tensor::layout(); every op, Embedding included, accepts the result).
+  // Inputs may point into a memory-mapped file; inputs that alias the same bytes (a tied lm_head)
+  // alias each other in the result too, laid out for Linear if either is. The results share
+  // Buffers that outlive the inputs.
+  struct WeightToPlace {
+    Tensor tensor;
+    bool linear = false;
+  };
+  virtual std::vector<Tensor> PlaceWeights(std::span<const WeightToPlace> weights) = 0;
 
   // Convenience: a new zeroed tensor on this device.
   Tensor NewTensor(DType dtype, Shape shape) {

@@ -1,5 +1,8 @@
 #include "tensor/tensor.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace xinfer {
 
 std::string ShapeToString(const Shape& shape) {
@@ -17,24 +20,70 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
-Tensor::Tensor(std::shared_ptr<Buffer> buffer, size_t offset, DType dtype, Shape shape)
-    : buffer_(std::move(buffer)), offset_(offset), dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(std::shared_ptr<Buffer> buffer, size_t offset, DType dtype, Shape shape,
+               Layout layout)
+    : buffer_(std::move(buffer)),
+      offset_(offset),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      layout_(layout) {
   XI_CHECK(buffer_ != nullptr);
   XI_CHECK_MSG(offset_ + size_bytes() <= buffer_->size_bytes(), "tensor exceeds its buffer");
+  if (layout_ == Layout::kRowTiles)
+    XI_CHECK_MSG(rank() == 2 && RowBytes(*this) % kTileUnitBytes == 0,
+                 "row tiles need a 2-D tensor of whole 64-byte units per row");
 }
 
 Tensor Tensor::Reshaped(Shape shape) const {
+  XI_CHECK(layout_ == Layout::kRowMajor);
   XI_CHECK(NumElements(shape) == numel());
   return Tensor(buffer_, offset_, dtype_, std::move(shape));
 }
 
 Tensor Tensor::Slice0(int64_t begin, int64_t end) const {
+  XI_CHECK(layout_ == Layout::kRowMajor);
   XI_CHECK(rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0]);
   Shape s = shape_;
   s[0] = end - begin;
   int64_t row = shape_[0] == 0 ? 0 : numel() / shape_[0];
   return Tensor(buffer_, offset_ + static_cast<size_t>(begin * row) * DTypeSize(dtype_), dtype_,
                 std::move(s));
+}
+
+int64_t RowBytes(const Tensor& t) {
+  XI_CHECK(t.rank() == 2);
+  return t.dim(1) * static_cast<int64_t>(DTypeSize(t.dtype()));
+}
+
+void ReadRow(const Tensor& t, int64_t r, void* dst) {
+  XI_CHECK(t.rank() == 2 && 0 <= r && r < t.dim(0));
+  const int64_t row_bytes = RowBytes(t);
+  const auto* base = static_cast<const uint8_t*>(t.raw());
+  if (t.layout() == Layout::kRowMajor) {
+    std::memcpy(dst, base + r * row_bytes, static_cast<size_t>(row_bytes));
+    return;
+  }
+  const int64_t group = r / kTileRows, j = r % kTileRows;
+  const int64_t nr = std::min(kTileRows, t.dim(0) - group * kTileRows);
+  const uint8_t* g = base + group * kTileRows * row_bytes;
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t u = 0; u < row_bytes / kTileUnitBytes; ++u)
+    std::memcpy(out + u * kTileUnitBytes, g + (u * nr + j) * kTileUnitBytes, kTileUnitBytes);
+}
+
+void PackRowTiles(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t g0,
+                  int64_t g1) {
+  XI_CHECK(row_bytes % kTileUnitBytes == 0);
+  const int64_t units = row_bytes / kTileUnitBytes;
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t r0 = g * kTileRows, nr = std::min(kTileRows, rows - r0);
+    const uint8_t* s = src + r0 * row_bytes;
+    uint8_t* d = dst + r0 * row_bytes;
+    for (int64_t u = 0; u < units; ++u)
+      for (int64_t j = 0; j < nr; ++j)
+        std::memcpy(d + (u * nr + j) * kTileUnitBytes, s + j * row_bytes + u * kTileUnitBytes,
+                    kTileUnitBytes);
+  }
 }
 
 }  // namespace xinfer

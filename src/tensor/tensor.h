@@ -42,13 +42,25 @@ class PinnedHostBuffer : public Buffer {
 };
 
 using Shape = std::vector<int64_t>;
+
+// How a 2-D tensor's rows lie in its bytes. kRowMajor: row r at r x row_bytes. kRowTiles (only
+// for Linear weights the CPU backend placed, backend.h): rows in groups of kTileRows, the last
+// group possibly shorter (nr rows); a group starts where row-major puts its first row, and holds
+// its rows' 64-byte units interleaved: unit u of row r at group_base + (u x nr + r % kTileRows)
+// x 64. A decode kernel that multiplies a group's rows side by side then reads one sequential
+// stream instead of kTileRows short ones (docs/performance.md, session 7). Same bytes in all;
+// rows must be a whole number of 64-byte units.
+enum class Layout : uint8_t { kRowMajor, kRowTiles };
+inline constexpr int64_t kTileRows = 6;
+inline constexpr int64_t kTileUnitBytes = 64;
 std::string ShapeToString(const Shape& shape);
 int64_t NumElements(const Shape& shape);
 
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(std::shared_ptr<Buffer> buffer, size_t offset, DType dtype, Shape shape);
+  Tensor(std::shared_ptr<Buffer> buffer, size_t offset, DType dtype, Shape shape,
+         Layout layout = Layout::kRowMajor);
 
   bool empty() const { return buffer_ == nullptr; }
   DType dtype() const { return dtype_; }
@@ -64,10 +76,11 @@ class Tensor {
     return static_cast<T*>(raw());
   }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  Layout layout() const { return layout_; }
 
-  // Same data, new shape with the same element count.
+  // Same data, new shape with the same element count (row-major tensors only).
   Tensor Reshaped(Shape shape) const;
-  // Rows [begin, end) along dimension 0 (no copy).
+  // Rows [begin, end) along dimension 0 (no copy; row-major tensors only).
   Tensor Slice0(int64_t begin, int64_t end) const;
 
  private:
@@ -75,6 +88,16 @@ class Tensor {
   size_t offset_ = 0;
   DType dtype_ = DType::kF32;
   Shape shape_;
+  Layout layout_ = Layout::kRowMajor;
 };
+
+// Bytes of one row of a 2-D tensor.
+int64_t RowBytes(const Tensor& t);
+// Copies row r of a 2-D tensor, in either layout, to dst in row order (RowBytes(t) bytes).
+void ReadRow(const Tensor& t, int64_t r, void* dst);
+// Row groups [g0, g1) of a [rows, row_bytes] row-major matrix at src, written in kRowTiles layout
+// to dst (the same size); groups are independent, so callers may split them across threads.
+void PackRowTiles(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t g0,
+                  int64_t g1);
 
 }  // namespace xinfer

@@ -68,7 +68,7 @@ class CpuBackend : public Backend {
     return std::make_shared<HostBuffer>(bytes);
   }
   Ops& ops() override { return ops_; }
-  std::vector<Tensor> PlaceWeights(std::span<const Tensor> host) override;
+  std::vector<Tensor> PlaceWeights(std::span<const WeightToPlace> weights) override;
 
  private:
   FastCpuOps ops_;
@@ -76,38 +76,78 @@ class CpuBackend : public Backend {
 };
 
 // All weights go into one huge-page region, so only its end can hold a partial huge page, and
-// the pool copies them (page faults and the copy itself spread over the cores).
-std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const Tensor> host) {
-  if (mmap_weights_) return {host.begin(), host.end()};
-  std::map<std::pair<const void*, size_t>, size_t> offset_of;  // distinct byte ranges
-  std::vector<size_t> offsets;
+// the pool copies them (page faults and the copy itself spread over the cores). Linear weights
+// the AVX-512 kernels take are stored in row tiles (tensor.h), the layout they stream fastest.
+std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weights) {
+  if (mmap_weights_) {
+    std::vector<Tensor> same;
+    for (const WeightToPlace& w : weights) same.push_back(w.tensor);
+    return same;
+  }
+  struct Range {
+    size_t offset;
+    int64_t row_bytes;  // of the tensor that asked for row tiles
+    bool tiled;
+  };
+  std::map<std::pair<const void*, size_t>, Range> ranges;  // distinct byte ranges
   size_t total = 0;
-  for (const Tensor& t : host) {
-    auto [it, inserted] = offset_of.try_emplace({t.raw(), t.size_bytes()}, total);
+  for (const WeightToPlace& w : weights) {
+    const Tensor& t = w.tensor;
+    XI_CHECK(t.layout() == Layout::kRowMajor);
+    auto [it, inserted] = ranges.try_emplace({t.raw(), t.size_bytes()}, Range{total, 0, false});
     if (inserted) total += (t.size_bytes() + 63) / 64 * 64;
-    offsets.push_back(it->second);
+    if (w.linear && ops_.WantsRowTiles(t)) {
+      XI_CHECK(!it->second.tiled || it->second.row_bytes == RowBytes(t));
+      it->second = {it->second.offset, RowBytes(t), true};
+    }
   }
   auto buffer = std::make_shared<HostBuffer>(total);
   uint8_t* base = static_cast<uint8_t*>(buffer->data());
+  // Pieces of about 4 MiB: byte ranges, or whole row groups of a tiled matrix.
   struct Piece {
     const uint8_t* src;
-    size_t offset, bytes;
+    uint8_t* dst;
+    size_t bytes;                                     // plain copy
+    int64_t rows = 0, row_bytes = 0, g0 = 0, g1 = 0;  // tiled copy of groups [g0, g1)
   };
   constexpr size_t kPieceBytes = size_t{4} << 20;
   std::vector<Piece> pieces;
-  for (const auto& [range, offset] : offset_of)
-    for (size_t b = 0; b < range.second; b += kPieceBytes)
-      pieces.push_back({static_cast<const uint8_t*>(range.first) + b, offset + b,
-                        std::min(kPieceBytes, range.second - b)});
-  ops_.pool().ParallelRanges(
-      static_cast<int64_t>(pieces.size()), 1, [&](int64_t b, int64_t e, int) {
-        for (int64_t i = b; i < e; ++i)
-          std::memcpy(base + pieces[i].offset, pieces[i].src, pieces[i].bytes);
-      });
+  for (const auto& [range, where] : ranges) {
+    const auto* src = static_cast<const uint8_t*>(range.first);
+    if (where.tiled) {
+      const int64_t row_bytes = where.row_bytes;
+      const int64_t rows = static_cast<int64_t>(range.second) / row_bytes;
+      const int64_t groups = (rows + kTileRows - 1) / kTileRows;
+      const int64_t per_piece =
+          std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes) / (kTileRows * row_bytes));
+      for (int64_t g = 0; g < groups; g += per_piece)
+        pieces.push_back(
+            {src, base + where.offset, 0, rows, row_bytes, g, std::min(groups, g + per_piece)});
+    } else {
+      for (size_t b = 0; b < range.second; b += kPieceBytes)
+        pieces.push_back(
+            {src + b, base + where.offset + b, std::min(kPieceBytes, range.second - b)});
+    }
+  }
+  ops_.pool().ParallelRanges(static_cast<int64_t>(pieces.size()), 1,
+                             [&](int64_t b, int64_t e, int) {
+                               for (int64_t i = b; i < e; ++i) {
+                                 const Piece& p = pieces[i];
+                                 if (p.rows > 0) {
+                                   PackRowTiles(p.src, p.dst, p.rows, p.row_bytes, p.g0, p.g1);
+                                 } else {
+                                   std::memcpy(p.dst, p.src, p.bytes);
+                                 }
+                               }
+                             });
   std::vector<Tensor> placed;
-  placed.reserve(host.size());
-  for (size_t i = 0; i < host.size(); ++i)
-    placed.emplace_back(buffer, offsets[i], host[i].dtype(), host[i].shape());
+  placed.reserve(weights.size());
+  for (const WeightToPlace& w : weights) {
+    const Tensor& t = w.tensor;
+    const Range& r = ranges.at({t.raw(), t.size_bytes()});
+    placed.emplace_back(buffer, r.offset, t.dtype(), t.shape(),
+                        r.tiled ? Layout::kRowTiles : Layout::kRowMajor);
+  }
   return placed;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "base/huge_pages.h"
 
 namespace xinfer {
@@ -32,7 +33,9 @@ TEST(CpuBackendTest, PlaceWeightsCopiesKeepsOrderAndAliasing) {
   Tensor q = Filled(*backend, DType::kU8, {33, 17}, 3);
   Tensor bias = Filled(*backend, DType::kF16, {5}, 4);
   std::vector<Tensor> host = {embed, norm, q, embed, bias, embed.Slice0(10, 20)};
-  std::vector<Tensor> placed = backend->PlaceWeights(host);
+  std::vector<Backend::WeightToPlace> to_place;
+  for (const Tensor& t : host) to_place.push_back({t, false});
+  std::vector<Tensor> placed = backend->PlaceWeights(to_place);
   ASSERT_EQ(placed.size(), host.size());
   for (size_t i = 0; i < host.size(); ++i) {
     EXPECT_EQ(placed[i].dtype(), host[i].dtype()) << i;
@@ -40,6 +43,7 @@ TEST(CpuBackendTest, PlaceWeightsCopiesKeepsOrderAndAliasing) {
     EXPECT_TRUE(SameBytes(placed[i], host[i])) << i;
     EXPECT_NE(placed[i].raw(), host[i].raw()) << i;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(placed[i].raw()) % 64, 0u) << i;
+    EXPECT_EQ(placed[i].layout(), Layout::kRowMajor) << i;
   }
   EXPECT_EQ(placed[0].raw(), placed[3].raw());  // the tied copy stays tied
   // A view into a tensor is its own byte range: copied separately, same contents.
@@ -63,11 +67,48 @@ TEST(CpuBackendTest, PlaceWeightsOfNothingIsNothing) {
 TEST(CpuBackendTest, MmapWeightsKeepsTheInputs) {
   auto backend = CreateCpuBackend({.mmap_weights = true});
   Tensor a = Filled(*backend, DType::kF32, {3, 5}, 9);
-  std::vector<Tensor> host = {a, a};
-  std::vector<Tensor> placed = backend->PlaceWeights(host);
-  ASSERT_EQ(placed.size(), 2u);
+  Tensor big = Filled(*backend, DType::kBF16, {12, 64}, 9);
+  std::vector<Tensor> placed = backend->PlaceWeights({{{a, false}, {a, true}, {big, true}}});
+  ASSERT_EQ(placed.size(), 3u);
   EXPECT_EQ(placed[0].raw(), a.raw());
   EXPECT_EQ(placed[1].raw(), a.raw());
+  EXPECT_EQ(placed[2].raw(), big.raw());
+  EXPECT_EQ(placed[2].layout(), Layout::kRowMajor);
+}
+
+// Linear weights the AVX-512 kernels take are stored in row tiles (tensor.h) with every row
+// intact; a tied alias used by Embedding gets the same tiled bytes; weights the kernels do not
+// tile (rows not whole 64-byte units) stay row-major.
+TEST(CpuBackendTest, LinearWeightsAreRowTiledWhereTheKernelsReadThem) {
+  auto backend = CreateCpuBackend();
+  Tensor lm = Filled(*backend, DType::kBF16, {203, 96}, 5);  // 34 tiles, the last of 5 rows
+  Tensor odd = Filled(*backend, DType::kF32, {9, 7}, 6);     // 28-byte rows
+  Tensor f32 = Filled(*backend, DType::kF32, {13, 48}, 7);
+  std::vector<Tensor> placed =
+      backend->PlaceWeights({{{lm, false}, {lm, true}, {odd, true}, {f32, true}}});
+  ASSERT_EQ(placed.size(), 4u);
+  const bool tiles = cpu::DetectCpuFeatures().avx512;  // FastCpuOps::WantsRowTiles
+  EXPECT_EQ(placed[0].raw(), placed[1].raw());
+  for (int i : {0, 1, 3})
+    EXPECT_EQ(placed[i].layout(), tiles ? Layout::kRowTiles : Layout::kRowMajor) << i;
+  EXPECT_EQ(placed[2].layout(), Layout::kRowMajor);
+  for (auto [got, want] :
+       {std::pair{placed[1], lm}, std::pair{placed[2], odd}, std::pair{placed[3], f32}}) {
+    std::vector<uint8_t> a(RowBytes(want)), b(RowBytes(want));
+    for (int64_t r = 0; r < want.dim(0); ++r) {
+      ReadRow(got, r, a.data());
+      ReadRow(want, r, b.data());
+      ASSERT_EQ(a, b) << "row " << r;
+    }
+  }
+  if (tiles) {  // the tile layout itself: unit 1 of row 7 (tile 1, row 1 of 6) by hand
+    const auto* base = static_cast<const uint8_t*>(placed[1].raw());
+    const uint8_t* unit = base + 6 * 192 + (1 * 6 + 1) * 64;
+    EXPECT_EQ(std::memcmp(unit, static_cast<const uint8_t*>(lm.raw()) + 7 * 192 + 64, 64), 0);
+    // The last tile has 5 rows: unit 2 of row 202 (its row 4).
+    const uint8_t* last = base + 198 * 192 + (2 * 5 + 4) * 64;
+    EXPECT_EQ(std::memcmp(last, static_cast<const uint8_t*>(lm.raw()) + 202 * 192 + 128, 64), 0);
+  }
 }
 
 TEST(CpuBackendTest, LargeBuffersAreHugePageAligned) {

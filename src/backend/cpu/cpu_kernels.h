@@ -51,6 +51,9 @@ struct LinearTask {
   int64_t ldxp = 0;
   const void* w = nullptr;
   DType wdtype = DType::kF32;
+  // w in row tiles (tensor.h; AVX-512 kernels only): tiles of NR = kTileRows rows start at row
+  // multiples of kTileRows, so n0 of every call must be one.
+  bool tiled = false;
   int64_t k = 0;
   const float* bias = nullptr;
   float* out = nullptr;

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "base/check.h"
 
 // GCC 12's AVX-512 headers build results from _mm256_undefined_*() (reductions, extracts), which
 // -Wuninitialized reports at every use; the lanes are never read.
@@ -32,6 +33,7 @@ namespace {
 
 constexpr int kMr = 4;  // rows of x per tile
 constexpr int kNr = 6;  // weight rows per tile: 24 accumulators + 4 x + 1 w of 32 registers
+static_assert(kNr == kTileRows, "row tiles (tensor.h) hold one tile's weight rows");
 
 enum WType { kWF32 = 0, kWBf16 = 1, kWF16 = 2 };
 
@@ -61,8 +63,27 @@ inline __m512 LoadWMasked(const uint8_t* row, int64_t i, __mmask16 m) {
   }
 }
 
+// Row tiles are laid out from row 0 in groups of kTileRows: a call must start at one.
+inline void CheckTileStart(const LinearTask& t, int64_t n0) {
+  XI_CHECK_MSG(!t.tiled || n0 % kTileRows == 0, "a Linear range must start at a row tile");
+}
+
+// Element kk of weight row j of a tile starting at w: row-major rows `wstride` bytes apart, or
+// row tiles (tensor.h: the tile's 64-byte units of its NR rows interleaved; the weights stream
+// as one sequence, so the tiles issue no software prefetch).
+template <int WT, int NR, bool TILED>
+inline const uint8_t* WAt(const uint8_t* w, int64_t wstride, int j, int64_t kk) {
+  constexpr int64_t kEsize = WT == kWF32 ? 4 : 2, kPerUnit = kTileUnitBytes / kEsize;
+  if constexpr (TILED) {
+    return w + (kk / kPerUnit) * (NR * kTileUnitBytes) + j * kTileUnitBytes +
+           (kk % kPerUnit) * kEsize;
+  } else {
+    return w + j * wstride + kk * kEsize;
+  }
+}
+
 // One MR x NR tile with F32 accumulation: x rows are F32, weights widened in registers.
-template <int WT, int MR, int NR>
+template <int WT, int MR, int NR, bool TILED>
 void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, int64_t k,
                 const float* bias, float* out, int64_t ldo, bool prefetch) {
   __m512 acc[MR][NR];
@@ -75,14 +96,19 @@ void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, 
   const int64_t pf_dist = PrefetchDistance<NR>(wstride);
   for (; kk + 16 <= k; kk += 16) {
     // One prefetch per 64-byte line of each row: every step for F32, every other for 16 bits.
-    if (prefetch && (kEsize == 4 || (kk & 31) == 0))
-      PrefetchAhead<NR>(w, pf_dist, wstride, kk * kEsize);
+    if (prefetch && (kEsize == 4 || (kk & 31) == 0)) {
+      if constexpr (TILED) {
+        PrefetchAhead<NR>(WAt<WT, NR, true>(w, wstride, 0, kk), pf_dist, kTileUnitBytes, 0);
+      } else {
+        PrefetchAhead<NR>(w, pf_dist, wstride, kk * kEsize);
+      }
+    }
     __m512 xv[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * ldx + kk);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512 wv = LoadW<WT>(w + j * wstride, kk);
+      const __m512 wv = LoadW<WT>(WAt<WT, NR, TILED>(w, wstride, j, kk), 0);
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
     }
@@ -94,7 +120,7 @@ void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, 
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_maskz_loadu_ps(m, x + i * ldx + kk);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512 wv = LoadWMasked<WT>(w + j * wstride, kk, m);
+      const __m512 wv = LoadWMasked<WT>(WAt<WT, NR, TILED>(w, wstride, j, kk), 0, m);
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
     }
@@ -105,13 +131,13 @@ void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, 
 using TileFn = void (*)(const float*, int64_t, const uint8_t*, int64_t, int64_t, const float*,
                         float*, int64_t, bool);
 
-template <int WT, int MR>
-constexpr TileFn kRowF32[kNr] = {TileF32Acc<WT, MR, 1>, TileF32Acc<WT, MR, 2>,
-                                 TileF32Acc<WT, MR, 3>, TileF32Acc<WT, MR, 4>,
-                                 TileF32Acc<WT, MR, 5>, TileF32Acc<WT, MR, 6>};
-template <int WT>
-constexpr const TileFn* kTilesF32[kMr] = {kRowF32<WT, 1>, kRowF32<WT, 2>, kRowF32<WT, 3>,
-                                          kRowF32<WT, 4>};
+template <int WT, int MR, bool T>
+constexpr TileFn kRowF32[kNr] = {TileF32Acc<WT, MR, 1, T>, TileF32Acc<WT, MR, 2, T>,
+                                 TileF32Acc<WT, MR, 3, T>, TileF32Acc<WT, MR, 4, T>,
+                                 TileF32Acc<WT, MR, 5, T>, TileF32Acc<WT, MR, 6, T>};
+template <int WT, bool T>
+constexpr const TileFn* kTilesF32[kMr] = {kRowF32<WT, 1, T>, kRowF32<WT, 2, T>, kRowF32<WT, 3, T>,
+                                          kRowF32<WT, 4, T>};
 
 // Weight rows per cache block. When the x rows of the call fit in `stream_x_bytes` (batched
 // decode: 16 rows of 896 floats are 56 KiB; 64 F32 rows measured slower that way), each NR-row
@@ -130,7 +156,12 @@ int64_t RowsPerBlock(int64_t row_bytes, int64_t x_rows, int64_t x_row_bytes,
 // reads them from DRAM; the prefetches of the later passes are wasted issue slots (+10-20 %
 // GFLOP/s at 64 and 512 rows with vdpbf16ps). Streamed tiles keep prefetching on every pass:
 // prefetching on the first only measured 15 % slower there (16 x 151936 lm_head).
-inline bool PrefetchPass(int64_t block_rows, int64_t r, int64_t t0) {
+// Row tiles with one row of x (decode) are one sequential stream that the hardware prefetcher
+// follows on its own (software prefetch measured ~5 % slower there); with more rows each tile is
+// reused from L1 between its DRAM reads and needs the prefetch as row-major tiles do (16-sequence
+// BF16 decode: 218 tok/s without, 297 with).
+inline bool PrefetchPass(int64_t block_rows, int64_t r, int64_t t0, int64_t t1, bool tiled) {
+  if (tiled && t1 - t0 == 1) return false;
   return block_rows == kNr || r == t0;
 }
 
@@ -140,17 +171,19 @@ void LinearF32AccImpl(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, i
   const int64_t wstride = t.k * esize;
   const uint8_t* w = static_cast<const uint8_t*>(t.w);
   const int64_t block = RowsPerBlock(wstride, t1 - t0, t.ldx * 4);
+  CheckTileStart(t, n0);
+  const TileFn* const* tiles = t.tiled ? kTilesF32<WT, true> : kTilesF32<WT, false>;
   ForEachTile<kMr, kNr>(t0, t1, n0, n1, block, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
-    kTilesF32<WT>[mr - 1][nr - 1](t.x + r * t.ldx, t.ldx, w + n * wstride, wstride, t.k,
-                                  t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
-                                  t.ldo, PrefetchPass(block, r, t0));
+    tiles[mr - 1][nr - 1](t.x + r * t.ldx, t.ldx, w + n * wstride, wstride, t.k,
+                          t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n, t.ldo,
+                          PrefetchPass(block, r, t0, t1, t.tiled));
   });
 }
 
 // MR x NR tile of the shuffle-free BF16 widen path. Each k-step of 32 runs the even half for the
 // whole tile, then the odd half (reloading the weight line from L1), so 24 accumulators + 4 x
 // fit the 32 registers; every accumulator still adds even then odd in each step.
-template <int MR, int NR>
+template <int MR, int NR, bool TILED>
 void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, const float* bias,
                    float* out, int64_t ldo, bool prefetch) {
   __m512 acc[MR][NR];
@@ -161,7 +194,13 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   const int64_t pf_dist = PrefetchDistance<NR>(k * 2);
   for (int64_t kk = 0; kk < k; kk += 32) {
-    if (prefetch) PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
+    if (prefetch) {
+      if constexpr (TILED) {
+        PrefetchAhead<NR>(w + kk * NR, pf_dist, kTileUnitBytes, 0);
+      } else {
+        PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
+      }
+    }
     const bool full = kk + 32 <= k;
     const __mmask32 m = full ? ~__mmask32{0} : static_cast<__mmask32>((1ull << (k - kk)) - 1);
     __m512 xv[MR];
@@ -169,8 +208,8 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(xp + i * ldxp + kk);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512i v =
-          full ? _mm512_loadu_si512(w + j * k + kk) : _mm512_maskz_loadu_epi16(m, w + j * k + kk);
+      const uint16_t* wj = TILED ? w + kk * NR + j * 32 : w + j * k + kk;
+      const __m512i v = full ? _mm512_loadu_si512(wj) : _mm512_maskz_loadu_epi16(m, wj);
       const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], we, acc[i][j]);
@@ -179,8 +218,8 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(xp + i * ldxp + kk + 16);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512i v =
-          full ? _mm512_loadu_si512(w + j * k + kk) : _mm512_maskz_loadu_epi16(m, w + j * k + kk);
+      const uint16_t* wj = TILED ? w + kk * NR + j * 32 : w + j * k + kk;
+      const __m512i v = full ? _mm512_loadu_si512(wj) : _mm512_maskz_loadu_epi16(m, wj);
       const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask));
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wo, acc[i][j]);
@@ -191,12 +230,13 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
 
 using TileWidenFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, const float*, float*,
                              int64_t, bool);
-template <int MR>
-constexpr TileWidenFn kRowWiden[kNr] = {TileBf16Widen<MR, 1>, TileBf16Widen<MR, 2>,
-                                        TileBf16Widen<MR, 3>, TileBf16Widen<MR, 4>,
-                                        TileBf16Widen<MR, 5>, TileBf16Widen<MR, 6>};
-constexpr const TileWidenFn* kTilesWiden[kMr] = {kRowWiden<1>, kRowWiden<2>, kRowWiden<3>,
-                                                 kRowWiden<4>};
+template <int MR, bool T>
+constexpr TileWidenFn kRowWiden[kNr] = {TileBf16Widen<MR, 1, T>, TileBf16Widen<MR, 2, T>,
+                                        TileBf16Widen<MR, 3, T>, TileBf16Widen<MR, 4, T>,
+                                        TileBf16Widen<MR, 5, T>, TileBf16Widen<MR, 6, T>};
+template <bool T>
+constexpr const TileWidenFn* kTilesWiden[kMr] = {kRowWiden<1, T>, kRowWiden<2, T>, kRowWiden<3, T>,
+                                                 kRowWiden<4, T>};
 
 }  // namespace
 
@@ -214,10 +254,12 @@ void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, in
 void LinearBf16Widen(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
   const uint16_t* w = static_cast<const uint16_t*>(t.w);
   const int64_t block = RowsPerBlock(t.k * 2, t1 - t0, t.ldxp * 4);
+  CheckTileStart(t, n0);
+  const TileWidenFn* const* tiles = t.tiled ? kTilesWiden<true> : kTilesWiden<false>;
   ForEachTile<kMr, kNr>(t0, t1, n0, n1, block, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
-    kTilesWiden[mr - 1][nr - 1](t.xp + r * t.ldxp, t.ldxp, w + n * t.k, t.k,
-                                t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
-                                t.ldo, PrefetchPass(block, r, t0));
+    tiles[mr - 1][nr - 1](t.xp + r * t.ldxp, t.ldxp, w + n * t.k, t.k,
+                          t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n, t.ldo,
+                          PrefetchPass(block, r, t0, t1, t.tiled));
   });
 }
 
@@ -329,7 +371,7 @@ namespace {
 
 inline __m512bh AsBh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
 
-template <int MR, int NR>
+template <int MR, int NR, bool TILED>
 void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k, const float* bias,
                  float* out, int64_t ldo, bool prefetch) {
   __m512 acc[MR][NR];
@@ -340,13 +382,19 @@ void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k,
   int64_t kk = 0;
   const int64_t pf_dist = PrefetchDistance<NR>(k * 2);
   for (; kk + 32 <= k; kk += 32) {
-    if (prefetch) PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
+    if (prefetch) {
+      if constexpr (TILED) {
+        PrefetchAhead<NR>(w + kk * NR, pf_dist, kTileUnitBytes, 0);
+      } else {
+        PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
+      }
+    }
     __m512bh xv[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xv[i] = AsBh(_mm512_loadu_si512(xb + i * ldxb + kk));
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512bh wv = AsBh(_mm512_loadu_si512(w + j * k + kk));
+      const __m512bh wv = AsBh(_mm512_loadu_si512(TILED ? w + kk * NR + j * 32 : w + j * k + kk));
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
     }
@@ -359,7 +407,8 @@ void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k,
     for (int i = 0; i < MR; ++i) xv[i] = AsBh(_mm512_loadu_si512(xb + i * ldxb + kk));
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512bh wv = AsBh(_mm512_maskz_loadu_epi16(m, w + j * k + kk));
+      const __m512bh wv =
+          AsBh(_mm512_maskz_loadu_epi16(m, TILED ? w + kk * NR + j * 32 : w + j * k + kk));
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
     }
@@ -369,10 +418,13 @@ void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k,
 
 using TileBf16Fn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, const float*,
                             float*, int64_t, bool);
-template <int MR>
-constexpr TileBf16Fn kRowBf16[kNr] = {TileBf16Dot<MR, 1>, TileBf16Dot<MR, 2>, TileBf16Dot<MR, 3>,
-                                      TileBf16Dot<MR, 4>, TileBf16Dot<MR, 5>, TileBf16Dot<MR, 6>};
-constexpr const TileBf16Fn* kTilesBf16[kMr] = {kRowBf16<1>, kRowBf16<2>, kRowBf16<3>, kRowBf16<4>};
+template <int MR, bool T>
+constexpr TileBf16Fn kRowBf16[kNr] = {TileBf16Dot<MR, 1, T>, TileBf16Dot<MR, 2, T>,
+                                      TileBf16Dot<MR, 3, T>, TileBf16Dot<MR, 4, T>,
+                                      TileBf16Dot<MR, 5, T>, TileBf16Dot<MR, 6, T>};
+template <bool T>
+constexpr const TileBf16Fn* kTilesBf16[kMr] = {kRowBf16<1, T>, kRowBf16<2, T>, kRowBf16<3, T>,
+                                               kRowBf16<4, T>};
 
 }  // namespace
 
@@ -381,10 +433,12 @@ void LinearBf16Dot(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int6
   // BF16 x is half the size: 16 rows of the down projection (K = 4864, 152 KiB) still stream
   // (16-sequence decode +3 %, 64 sequences unchanged; medians of 3 interleaved runs).
   const int64_t block = RowsPerBlock(t.k * 2, t1 - t0, t.ldxb * 2, 256 << 10);
+  CheckTileStart(t, n0);
+  const TileBf16Fn* const* tiles = t.tiled ? kTilesBf16<true> : kTilesBf16<false>;
   ForEachTile<kMr, kNr>(t0, t1, n0, n1, block, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
-    kTilesBf16[mr - 1][nr - 1](t.xb + r * t.ldxb, t.ldxb, w + n * t.k, t.k,
-                               t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n,
-                               t.ldo, PrefetchPass(block, r, t0));
+    tiles[mr - 1][nr - 1](t.xb + r * t.ldxb, t.ldxb, w + n * t.k, t.k,
+                          t.bias != nullptr ? t.bias + n : nullptr, t.out + r * t.ldo + n, t.ldo,
+                          PrefetchPass(block, r, t0, t1, t.tiled));
   });
 }
 

@@ -31,8 +31,18 @@ void RowToF32(const void* src, DType dtype, int64_t n, float* dst) {
   }
 }
 
-const uint8_t* RowPtr(const Tensor& t, int64_t row, int64_t row_elems) {
-  return static_cast<const uint8_t*>(t.raw()) + row * row_elems * DTypeSize(t.dtype());
+// Row `row` of a 2-D weight as F32, in either layout (tensor.h); `bytes` is scratch for a row of
+// row tiles.
+void WeightRowToF32(const Tensor& t, int64_t row, float* dst, std::vector<uint8_t>& bytes) {
+  const int64_t n = t.dim(1);
+  if (t.layout() == Layout::kRowMajor) {
+    RowToF32(static_cast<const uint8_t*>(t.raw()) + row * n * DTypeSize(t.dtype()), t.dtype(), n,
+             dst);
+    return;
+  }
+  bytes.resize(static_cast<size_t>(RowBytes(t)));
+  ReadRow(t, row, bytes.data());
+  RowToF32(bytes.data(), t.dtype(), n, dst);
 }
 
 float Dot(const float* a, const float* b, int64_t n) {
@@ -48,9 +58,10 @@ void CpuOps::Embedding(const Tensor& table, std::span<const int32_t> ids, Tensor
   XI_CHECK(table.rank() == 2 && out.dtype() == DType::kF32);
   const int64_t h = table.dim(1);
   XI_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * h);
+  std::vector<uint8_t> bytes;
   for (size_t t = 0; t < ids.size(); ++t) {
     XI_CHECK(ids[t] >= 0 && ids[t] < table.dim(0));
-    RowToF32(RowPtr(table, ids[t], h), table.dtype(), h, out.data<float>() + t * h);
+    WeightRowToF32(table, ids[t], out.data<float>() + t * h, bytes);
   }
 }
 
@@ -88,8 +99,9 @@ void CpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor
   float* os = out.data<float>();
   pool().ParallelRanges(n, 1, [&](int64_t j0, int64_t j1, int) {
     std::vector<float> wrow(k);
+    std::vector<uint8_t> bytes;
     for (int64_t j = j0; j < j1; ++j) {
-      RowToF32(RowPtr(w, j, k), w.dtype(), k, wrow.data());
+      WeightRowToF32(w, j, wrow.data(), bytes);
       const float bj = b.empty() ? 0.f : b[j];
       for (int64_t t = 0; t < t_rows; ++t) os[t * n + j] = Dot(xs + t * k, wrow.data(), k) + bj;
     }

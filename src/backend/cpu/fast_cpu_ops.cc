@@ -32,10 +32,10 @@ FastCpuOps::FastCpuOps(bool bf16_activations, int num_threads)
 }
 
 template <class Fn>
-void FastCpuOps::ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn) {
-  pool().ParallelRanges(CeilDiv(n, 16), MinUnits(kMinParallelMacs, 16 * row_cost),
+void FastCpuOps::ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn, int64_t unit) {
+  pool().ParallelRanges(CeilDiv(n, unit), MinUnits(kMinParallelMacs, unit * row_cost),
                         [&](int64_t u0, int64_t u1, int thread) {
-                          const int64_t n0 = std::min(n, u0 * 16), n1 = std::min(n, u1 * 16);
+                          const int64_t n0 = std::min(n, u0 * unit), n1 = std::min(n, u1 * unit);
                           if (n0 < n1) fn(n0, n1, thread);
                         });
 }
@@ -68,11 +68,27 @@ const float* FastCpuOps::ToF32(const Tensor& t, std::vector<float>& dst) {
   return dst.data();
 }
 
+bool FastCpuOps::WantsRowTiles(const Tensor& w) const {
+  static const bool enabled = [] {
+    const char* e = std::getenv("XINFER_ROW_TILES");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  const DType wt = w.dtype();
+  const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
+                         (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
+  return enabled && features_.avx512 && supported && w.rank() == 2 &&
+         RowBytes(w) % kTileUnitBytes == 0;
+}
+
 void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
   const DType wt = w.dtype();
   const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
                          (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
-  if (!(features_.avx512 || features_.simd) || !supported) return CpuOps::Linear(x, w, bias, out);
+  const bool tiled = w.layout() == Layout::kRowTiles;
+  // Row tiles only come from WantsRowTiles, i.e. for the AVX-512 kernels; the reference reads
+  // either layout.
+  if (!(features_.avx512 || features_.simd) || !supported || (tiled && !features_.avx512))
+    return CpuOps::Linear(x, w, bias, out);
   XI_CHECK(w.rank() == 2 && x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
   const int64_t k = w.dim(1), n = w.dim(0);
   XI_CHECK(k > 0 && x.numel() % k == 0);
@@ -85,6 +101,7 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
   task.ldx = k;
   task.w = w.raw();
   task.wdtype = wt;
+  task.tiled = tiled;
   task.k = k;
   task.out = out.data<float>();
   task.ldo = n;
@@ -124,19 +141,23 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
       }
     });
   }
-  // Ranges of weight rows (multiples of 16), each with every row of x, so an element's
-  // arithmetic never depends on the split.
-  ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
-    if (simd) {
-      cpu::simd::Linear(task, 0, t_rows, n0, n1);
-    } else if (dot) {
-      cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
-    } else if (widen) {
-      cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
-    } else {
-      cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
-    }
-  });
+  // Ranges of weight rows (multiples of 16; whole row tiles for tiled weights, so that ranges
+  // start at a tile), each with every row of x, so an element's arithmetic never depends on the
+  // split.
+  ForEachColumnRange(
+      n, t_rows * k,
+      [&](int64_t n0, int64_t n1, int) {
+        if (simd) {
+          cpu::simd::Linear(task, 0, t_rows, n0, n1);
+        } else if (dot) {
+          cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
+        } else if (widen) {
+          cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
+        } else {
+          cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+        }
+      },
+      tiled ? kTileRows : 16);
 }
 
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,

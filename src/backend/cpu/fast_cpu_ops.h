@@ -20,6 +20,10 @@ class FastCpuOps : public CpuOps {
   // bf16_activations: see CpuBackendOptions; num_threads: see CpuOps.
   explicit FastCpuOps(bool bf16_activations = false, int num_threads = 0);
   cpu::Bf16Path bf16_path() const { return bf16_path_; }
+  // Whether Linear runs `w` on the AVX-512 kernels, which read weights stored in row tiles
+  // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.
+  // XINFER_ROW_TILES=0 keeps row-major weights (A/B measurements).
+  bool WantsRowTiles(const Tensor& w) const;
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
@@ -40,10 +44,10 @@ class FastCpuOps : public CpuOps {
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
   const float* ToF32(const Tensor& t, std::vector<float>& dst);
   void EnsureRopeTable(double theta, int64_t dim, int64_t max_pos);
-  // Runs fn(n0, n1, thread) over ranges of the weight rows [0, n) that start at multiples of 16,
-  // spread over the pool; `row_cost`: multiply-adds per weight row (T x K).
+  // Runs fn(n0, n1, thread) over ranges of the weight rows [0, n) that start at multiples of
+  // `unit`, spread over the pool; `row_cost`: multiply-adds per weight row (T x K).
   template <class Fn>
-  void ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn);
+  void ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn, int64_t unit = 16);
   // Runs fn(r0, r1) over ranges of the rows [0, rows) of `row_elems` elements each (x rows to
   // prepare, rows to normalize).
   template <class Fn>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/quant_ops.h"
 #include "backend/cpu/quant_test_util.h"
 #include "tensor/quant.h"
@@ -145,6 +146,62 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
       }
     }
   }
+}
+
+// Row tiles (tensor.h) change where a weight's bytes lie, not the arithmetic: Linear on tiled
+// weights is bitwise Linear on the same weights row-major, for every AVX-512 path (F32 FMA on
+// F32/F16/BF16 weights, BF16 widen, BF16 dot), a short last tile (N = 203: 5 rows), decode,
+// streamed and L2-blocked row counts and several thread counts. The reference ops (Linear,
+// Embedding) read either layout.
+TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
+  if (!cpu::DetectCpuFeatures().avx512) GTEST_SKIP() << "row tiles are for the AVX-512 kernels";
+  auto tiled_copy = [&](const Tensor& w) {
+    Tensor t = backend_->NewTensor(w.dtype(), w.shape());
+    const int64_t groups = (w.dim(0) + kTileRows - 1) / kTileRows;
+    PackRowTiles(static_cast<const uint8_t*>(w.raw()), static_cast<uint8_t*>(t.raw()), w.dim(0),
+                 RowBytes(w), 0, groups);
+    return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
+  };
+  const int64_t n = 203;
+  for (bool bf16_activations : {false, true}) {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+      for (int64_t k : {64, 896, 4864}) {
+        Tensor w = Random(dt, {n, k});
+        Tensor tiled = tiled_copy(w);
+        ASSERT_NE(std::memcmp(w.raw(), tiled.raw(), w.size_bytes()), 0);  // really reordered
+        Tensor b = Random(DType::kF32, {n});
+        for (int64_t t : {1, 5, 16, 70}) {
+          Tensor x = Random(DType::kF32, {t, k});
+          for (int threads : {1, 3}) {
+            FastCpuOps ops(bf16_activations, threads);
+            Tensor want = backend_->NewTensor(DType::kF32, {t, n});
+            Tensor got = backend_->NewTensor(DType::kF32, {t, n});
+            ops.Linear(x, w, &b, want);
+            ops.Linear(x, tiled, &b, got);
+            ASSERT_TRUE(BitwiseEqual(got.data<float>(), want.data<float>(), t * n))
+                << DTypeName(dt) << " K=" << k << " T=" << t << " threads " << threads
+                << " bf16_activations " << bf16_activations;
+          }
+        }
+      }
+    }
+  }
+  CpuOps ref;
+  Tensor w = Random(DType::kBF16, {n, 64});
+  Tensor tiled = tiled_copy(w);
+  Tensor x = Random(DType::kF32, {3, 64});
+  Tensor want = backend_->NewTensor(DType::kF32, {3, n}),
+         got = backend_->NewTensor(DType::kF32, {3, n});
+  ref.Linear(x, w, nullptr, want);
+  ref.Linear(x, tiled, nullptr, got);
+  EXPECT_TRUE(BitwiseEqual(got.data<float>(), want.data<float>(), 3 * n));
+  const std::vector<int32_t> ids = {0, 5, 6, 197, 198, 202};
+  Tensor ew = backend_->NewTensor(DType::kF32, {6, 64}),
+         eg = backend_->NewTensor(DType::kF32, {6, 64});
+  ref.Embedding(w, ids, ew);
+  FastCpuOps fast;
+  fast.Embedding(tiled, ids, eg);
+  EXPECT_TRUE(BitwiseEqual(eg.data<float>(), ew.data<float>(), 6 * 64));
 }
 
 // Quantized Linear (Q8_0, Q4_0, AWQ4 with several group sizes): close to the plain reference

@@ -42,33 +42,34 @@ Status LoadDense(const WeightStore& store, const std::string& name, const Shape&
   return Status::Ok();
 }
 
-// Calls f(Tensor&) on every non-empty tensor of `w` in a fixed order, rebuilding each Weight from
-// the (possibly replaced) tensors afterwards.
+// Calls f(Tensor&, linear) on every non-empty tensor of `w` in a fixed order (`linear`: the
+// tensor is a dense Linear weight), rebuilding each Weight from the (possibly replaced) tensors
+// afterwards.
 template <typename F>
 void ForEachWeightTensor(DecoderWeights& w, F&& f) {
-  auto weight = [&](Weight& wt) {
+  auto weight = [&](Weight& wt, bool linear) {
     if (wt.empty()) return;
     if (wt.quantized()) {
       QuantTensor q = wt.quant();
       for (Tensor* t : {&q.data, &q.scales, &q.zeros})
-        if (!t->empty()) f(*t);
+        if (!t->empty()) f(*t, false);
       wt = Weight(std::move(q));
     } else {
       Tensor t = wt.dense();
-      f(t);
+      f(t, linear);
       wt = Weight(std::move(t));
     }
   };
   auto tensor = [&](Tensor& t) {
-    if (!t.empty()) f(t);
+    if (!t.empty()) f(t, false);
   };
-  weight(w.embed_tokens);
-  weight(w.lm_head);
+  weight(w.embed_tokens, /*linear=*/false);
+  weight(w.lm_head, /*linear=*/true);
   tensor(w.final_norm);
   for (auto& l : w.layers) {
     for (Weight* p :
          {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      weight(*p);
+      weight(*p, /*linear=*/true);
     for (Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
                       &l.o_bias, &l.q_norm, &l.k_norm})
       tensor(*t);
@@ -110,12 +111,12 @@ int64_t DecoderParameterCount(const DecoderWeights& w) {
 }
 
 void PlaceDecoderWeights(DecoderWeights& w, Backend& backend) {
-  std::vector<Tensor> host;
-  ForEachWeightTensor(w, [&](Tensor& t) { host.push_back(t); });
+  std::vector<Backend::WeightToPlace> host;
+  ForEachWeightTensor(w, [&](Tensor& t, bool linear) { host.push_back({t, linear}); });
   std::vector<Tensor> placed = backend.PlaceWeights(host);
   XI_CHECK(placed.size() == host.size());
   size_t next = 0;
-  ForEachWeightTensor(w, [&](Tensor& t) { t = placed[next++]; });
+  ForEachWeightTensor(w, [&](Tensor& t, bool) { t = placed[next++]; });
 }
 
 StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const ModelConfig& c,

@@ -45,8 +45,17 @@ Tensor Random(DType dtype, Shape shape) {
   return t;
 }
 
+// Weights as the engine stores them: placed by the backend as a Linear weight (row tiles where
+// the AVX-512 kernels read them), or row-major with tiles = 0.
+Tensor PlacedLinearWeight(const Tensor& w, bool tiles, bool bf16_activations) {
+  if (!tiles) return w;
+  auto backend = CreateCpuBackend({.num_threads = 1, .bf16_activations = bf16_activations});
+  return backend->PlaceWeights({{{w, true}}})[0];  // the Buffer outlives the backend
+}
+
 // Args: T, N, K, dtype (0 F32, 1 BF16, 2 F16), path (0: FastCpuOps, 1: the portable CpuOps,
-// 2: FastCpuOps with BF16 activations, i.e. `--dtype bfloat16`).
+// 2: FastCpuOps with BF16 activations, i.e. `--dtype bfloat16`), tiles (1: the weights as the
+// engine places them, 0: row-major).
 void BM_Linear(benchmark::State& state) {
   const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
   const DType dt = state.range(3) == 0   ? DType::kF32
@@ -55,7 +64,7 @@ void BM_Linear(benchmark::State& state) {
   const std::unique_ptr<Ops> ops_ptr = MakeOps(state.range(4) == 1, state.range(4) == 2);
   Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
-  Tensor w = Random(dt, {n, k});
+  Tensor w = PlacedLinearWeight(Random(dt, {n, k}), state.range(5) != 0, state.range(4) == 2);
   Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
   for (auto _ : state) {
     ops.Linear(x, w, nullptr, y);
@@ -70,25 +79,30 @@ void BM_Linear(benchmark::State& state) {
 void LinearArgs(benchmark::internal::Benchmark* b) {
   for (int dt : {1, 0}) {
     for (int t : {1, 16, 64, 512}) {
-      b->Args({t, 4864, 896, dt, 0});  // gate/up
-      b->Args({t, 896, 4864, dt, 0});  // down
-      b->Args({t, 128, 896, dt, 0});   // k/v
+      b->Args({t, 4864, 896, dt, 0, 1});  // gate/up
+      b->Args({t, 896, 4864, dt, 0, 1});  // down
+      b->Args({t, 128, 896, dt, 0, 1});   // k/v
     }
-    b->Args({1, 151936, 896, dt, 0});  // lm_head, one sampled row
-    b->Args({16, 151936, 896, dt, 0});
+    b->Args({1, 151936, 896, dt, 0, 1});  // lm_head, one sampled row
+    b->Args({16, 151936, 896, dt, 0, 1});
   }
   for (int t : {1, 16, 64, 512}) {  // BF16 activations
-    b->Args({t, 4864, 896, 1, 2});
-    b->Args({t, 896, 4864, 1, 2});
+    b->Args({t, 4864, 896, 1, 2, 1});
+    b->Args({t, 896, 4864, 1, 2, 1});
   }
-  b->Args({1, 151936, 896, 1, 2});
-  b->Args({16, 151936, 896, 1, 2});
-  b->Args({1, 4864, 896, 2, 0});
-  b->Args({1, 151936, 896, 2, 0});  // F16 lm_head (AWQ checkpoints keep it in F16)
-  b->Args({1, 4864, 896, 1, 1});    // the portable reference, for scale
-  b->Args({64, 4864, 896, 1, 1});
+  b->Args({1, 151936, 896, 1, 2, 1});
+  b->Args({16, 151936, 896, 1, 2, 1});
+  b->Args({1, 4864, 896, 2, 0, 1});
+  b->Args({1, 151936, 896, 2, 0, 1});  // F16 lm_head (AWQ checkpoints keep it in F16)
+  b->Args({1, 151936, 896, 1, 0, 0});  // row-major weights (before session 7), for comparison
+  b->Args({1, 151936, 896, 0, 0, 0});
+  b->Args({1, 4864, 896, 1, 1, 0});  // the portable reference, for scale
+  b->Args({64, 4864, 896, 1, 1, 0});
 }
-BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"T", "N", "K", "dtype", "path"})->UseRealTime();
+BENCHMARK(BM_Linear)
+    ->Apply(LinearArgs)
+    ->ArgNames({"T", "N", "K", "dtype", "path", "tiles"})
+    ->UseRealTime();
 
 // Args: T, N, K, type (0 Q8_0, 1 Q4_0, 2 AWQ4-g128), reference (1: portable kernels).
 void BM_QuantLinear(benchmark::State& state) {

@@ -38,6 +38,15 @@ class Ops {
   // `using Ops::Linear; using Ops::Embedding;` to keep these visible through their own type.)
   void Embedding(const Weight& table, std::span<const int32_t> ids, Tensor& out);
   void Linear(const Tensor& x, const Weight& w, const Tensor* bias, Tensor& out);
+  // Several Linears of the same x (q/k/v, gate/up): parts[i].out = x @ parts[i].w^T (+ bias),
+  // bitwise what separate Linear calls give. A backend may run them as one job (one fork-join,
+  // x prepared once); the default calls Linear for each.
+  struct LinearOut {
+    const Weight* w;
+    const Tensor* bias;  // may be null
+    Tensor* out;
+  };
+  virtual void LinearMany(const Tensor& x, std::span<const LinearOut> parts);
   // out[t, :] = dequantize(table row ids[t]).
   virtual void QuantEmbedding(const QuantTensor& table, std::span<const int32_t> ids, Tensor& out);
   // out[T, N] = x[T, K] @ dequantize(w)[N, K]^T (+ bias[N]), accumulated in F32. Every output

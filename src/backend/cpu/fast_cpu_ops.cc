@@ -1,6 +1,7 @@
 #include "backend/cpu/fast_cpu_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
@@ -80,7 +81,7 @@ bool FastCpuOps::WantsRowTiles(const Tensor& w) const {
          RowBytes(w) % kTileUnitBytes == 0;
 }
 
-void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {
   const DType wt = w.dtype();
   const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
                          (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
@@ -88,76 +89,149 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
   // Row tiles only come from WantsRowTiles, i.e. for the AVX-512 kernels; the reference reads
   // either layout.
   if (!(features_.avx512 || features_.simd) || !supported || (tiled && !features_.avx512))
-    return CpuOps::Linear(x, w, bias, out);
-  XI_CHECK(w.rank() == 2 && x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
-  const int64_t k = w.dim(1), n = w.dim(0);
-  XI_CHECK(k > 0 && x.numel() % k == 0);
-  const int64_t t_rows = x.numel() / k;
-  XI_CHECK(out.numel() == t_rows * n);
-  if (t_rows == 0 || n == 0) return;
-
-  cpu::LinearTask task;
-  task.x = x.data<float>();
-  task.ldx = k;
-  task.w = w.raw();
-  task.wdtype = wt;
-  task.tiled = tiled;
-  task.k = k;
-  task.out = out.data<float>();
-  task.ldo = n;
-  if (bias != nullptr) {
-    XI_CHECK(bias->numel() == n);
-    task.bias = ToF32(*bias, bias_);
-  }
+    return DenseKernel::kReference;
   // Without AVX-512, Highway's kernels take every dtype with F32 activations as they are.
-  const bool simd = !features_.avx512;
-  const bool dot = !simd && wt == DType::kBF16 && bf16_path_ == cpu::Bf16Path::kBf16Dot;
-  if (dot) {
-    task.ldxb = RoundUp(k, 32);
-    const size_t need = static_cast<size_t>(t_rows * task.ldxb);
-    if (xb_.size() < need) xb_.resize(need);
-    task.xb = xb_.data();
-  }
+  if (!features_.avx512) return DenseKernel::kSimd;
+  if (wt != DType::kBF16) return DenseKernel::kF32Acc;
+  if (bf16_path_ == cpu::Bf16Path::kBf16Dot) return DenseKernel::kBf16Dot;
   // XINFER_BF16_WIDEN=shuffle keeps the older vpmovzxwd widening (for A/B measurements).
   static const bool shuffle_widen = [] {
     const char* e = std::getenv("XINFER_BF16_WIDEN");
     return e != nullptr && std::string_view(e) == "shuffle";
   }();
-  const bool widen = !simd && wt == DType::kBF16 && !dot && !shuffle_widen;
-  if (widen) {
+  return shuffle_widen ? DenseKernel::kF32Acc : DenseKernel::kBf16Widen;
+}
+
+int64_t FastCpuOps::PrepareDenseTask(const Tensor& x, const Tensor& w, const Tensor* bias,
+                                     Tensor& out, std::vector<float>& bias_scratch,
+                                     cpu::LinearTask& task) {
+  XI_CHECK(w.rank() == 2 && x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
+  const int64_t k = w.dim(1), n = w.dim(0);
+  XI_CHECK(k > 0 && x.numel() % k == 0);
+  const int64_t t_rows = x.numel() / k;
+  XI_CHECK(out.numel() == t_rows * n);
+  task.x = x.data<float>();
+  task.ldx = k;
+  task.w = w.raw();
+  task.wdtype = w.dtype();
+  task.tiled = w.layout() == Layout::kRowTiles;
+  task.k = k;
+  task.out = out.data<float>();
+  task.ldo = n;
+  if (bias != nullptr) {
+    XI_CHECK(bias->numel() == n);
+    task.bias = ToF32(*bias, bias_scratch);
+  }
+  return t_rows;
+}
+
+void FastCpuOps::PrepareDenseX(DenseKernel kind, int64_t t_rows, cpu::LinearTask& task) {
+  const int64_t k = task.k;
+  if (kind == DenseKernel::kBf16Dot) {
+    task.ldxb = RoundUp(k, 32);
+    const size_t need = static_cast<size_t>(t_rows * task.ldxb);
+    if (xb_.size() < need) xb_.resize(need);
+    task.xb = xb_.data();
+  } else if (kind == DenseKernel::kBf16Widen) {
     task.ldxp = RoundUp(k, 32);
     const size_t need = static_cast<size_t>(t_rows * task.ldxp);
     if (xp_.size() < need) xp_.resize(need);
     task.xp = xp_.data();
+  } else {
+    return;
   }
-  if (dot || widen) {
-    ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
-      if (dot) {
-        cpu::avx512::RoundRowsToBf16(task.x + r0 * k, r1 - r0, k, xb_.data() + r0 * task.ldxb,
-                                     task.ldxb);
-      } else {
-        cpu::avx512::PermuteEvenOdd(task.x + r0 * k, r1 - r0, k, xp_.data() + r0 * task.ldxp,
-                                    task.ldxp);
-      }
-    });
+  ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
+    if (kind == DenseKernel::kBf16Dot) {
+      cpu::avx512::RoundRowsToBf16(task.x + r0 * k, r1 - r0, k, xb_.data() + r0 * task.ldxb,
+                                   task.ldxb);
+    } else {
+      cpu::avx512::PermuteEvenOdd(task.x + r0 * k, r1 - r0, k, xp_.data() + r0 * task.ldxp,
+                                  task.ldxp);
+    }
+  });
+}
+
+void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t t_rows, int64_t n0,
+                          int64_t n1) {
+  switch (kind) {
+    case DenseKernel::kSimd:
+      return cpu::simd::Linear(task, 0, t_rows, n0, n1);
+    case DenseKernel::kBf16Dot:
+      return cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
+    case DenseKernel::kBf16Widen:
+      return cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
+    case DenseKernel::kF32Acc:
+      return cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+    case DenseKernel::kReference:
+      break;
   }
-  // Ranges of weight rows (multiples of 16; whole row tiles for tiled weights, so that ranges
-  // start at a tile), each with every row of x, so an element's arithmetic never depends on the
-  // split.
+  XI_CHECK_MSG(false, "RunDense on the reference path");
+}
+
+// Ranges of weight rows start at multiples of 16, or of whole row tiles for tiled weights; each
+// range runs with every row of x, so an element's arithmetic never depends on the split.
+int64_t FastCpuOps::ColumnUnit(const cpu::LinearTask& task) { return task.tiled ? kTileRows : 16; }
+
+void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+  const DenseKernel kind = DenseKernelFor(w);
+  if (kind == DenseKernel::kReference) return CpuOps::Linear(x, w, bias, out);
+  cpu::LinearTask task;
+  const int64_t t_rows = PrepareDenseTask(x, w, bias, out, bias_, task);
+  if (t_rows == 0 || task.ldo == 0) return;
+  PrepareDenseX(kind, t_rows, task);
   ForEachColumnRange(
-      n, t_rows * k,
-      [&](int64_t n0, int64_t n1, int) {
-        if (simd) {
-          cpu::simd::Linear(task, 0, t_rows, n0, n1);
-        } else if (dot) {
-          cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
-        } else if (widen) {
-          cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
-        } else {
-          cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
-        }
-      },
-      tiled ? kTileRows : 16);
+      task.ldo, t_rows * task.k,
+      [&](int64_t n0, int64_t n1, int) { RunDense(kind, task, t_rows, n0, n1); }, ColumnUnit(task));
+}
+
+void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
+  // One kernel family for all parts, or each part on its own.
+  DenseKernel kind = DenseKernel::kReference;
+  bool same = !parts.empty() && parts.size() <= kMaxLinearParts;
+  for (size_t i = 0; same && i < parts.size(); ++i) {
+    same = !parts[i].w->quantized() && parts[i].w->dense().dtype() == parts[0].w->dense().dtype();
+    if (same) {
+      const DenseKernel k = DenseKernelFor(parts[i].w->dense());
+      same = k != DenseKernel::kReference && (i == 0 || k == kind);
+      kind = k;
+    }
+  }
+  if (!same) return Ops::LinearMany(x, parts);
+  std::array<cpu::LinearTask, kMaxLinearParts> tasks;
+  std::array<int64_t, kMaxLinearParts + 1> unit_start{};  // each part's first unit of the job
+  int64_t t_rows = 0, macs_per_unit = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int64_t rows = PrepareDenseTask(x, parts[i].w->dense(), parts[i].bias, *parts[i].out,
+                                          part_bias_[i], tasks[i]);
+    XI_CHECK(i == 0 || (rows == t_rows && tasks[i].k == tasks[0].k));
+    t_rows = rows;
+    unit_start[i + 1] = unit_start[i] + CeilDiv(tasks[i].ldo, ColumnUnit(tasks[i]));
+    macs_per_unit = std::max(macs_per_unit, ColumnUnit(tasks[i]) * t_rows * tasks[i].k);
+  }
+  if (t_rows == 0) return;
+  // x is prepared once (same x for every part), into the scratch all tasks then point at.
+  PrepareDenseX(kind, t_rows, tasks[0]);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    tasks[i].xb = tasks[0].xb;
+    tasks[i].ldxb = tasks[0].ldxb;
+    tasks[i].xp = tasks[0].xp;
+    tasks[i].ldxp = tasks[0].ldxp;
+  }
+  // One job over the parts' units side by side: a range may cover the end of one part and the
+  // start of the next.
+  const int64_t units = unit_start[parts.size()];
+  pool().ParallelRanges(units, MinUnits(kMinParallelMacs, macs_per_unit),
+                        [&](int64_t u0, int64_t u1, int) {
+                          for (size_t i = 0; i < parts.size(); ++i) {
+                            const int64_t b = std::max(u0, unit_start[i]);
+                            const int64_t e = std::min(u1, unit_start[i + 1]);
+                            if (b >= e) continue;
+                            const int64_t unit = ColumnUnit(tasks[i]);
+                            const int64_t n0 = (b - unit_start[i]) * unit;
+                            const int64_t n1 = std::min(tasks[i].ldo, (e - unit_start[i]) * unit);
+                            RunDense(kind, tasks[i], t_rows, n0, n1);
+                          }
+                        });
 }
 
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,

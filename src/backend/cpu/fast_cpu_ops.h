@@ -7,6 +7,7 @@
 // reused. One op runs at a time (backend.h), so the scratch needs no locking.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -26,7 +27,11 @@ class FastCpuOps : public CpuOps {
   bool WantsRowTiles(const Tensor& w) const;
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
+  using Ops::Linear;  // the Weight overload (quantized weights) beside the override below
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  // Dense parts of one kernel family (up to kMaxLinearParts) run as one job: x prepared once, one
+  // fork-join; anything else as separate Linears.
+  void LinearMany(const Tensor& x, std::span<const LinearOut> parts) override;
   void QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out) override;
   void Rope(Tensor& x, std::span<const int32_t> positions, double theta) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) override;
@@ -35,6 +40,18 @@ class FastCpuOps : public CpuOps {
                       const PagedAttentionBatch& batch, Tensor& out) override;
 
  private:
+  // The kernel family a dense Linear on `w` runs.
+  enum class DenseKernel { kReference, kSimd, kBf16Dot, kBf16Widen, kF32Acc };
+  DenseKernel DenseKernelFor(const Tensor& w) const;
+  // Checks a dense Linear's arguments and fills `task` (bias converted to F32 into
+  // `bias_scratch` where needed, x not yet prepared); returns the rows of x.
+  int64_t PrepareDenseTask(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,
+                           std::vector<float>& bias_scratch, cpu::LinearTask& task);
+  // The activations in the form `kind` reads (BF16-rounded or even/odd-permuted copies).
+  void PrepareDenseX(DenseKernel kind, int64_t t_rows, cpu::LinearTask& task);
+  void RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t t_rows, int64_t n0,
+                int64_t n1);
+  static int64_t ColumnUnit(const cpu::LinearTask& task);
   // Checks QuantLinear's arguments and fills `task` (bias converted to F32); returns the rows of
   // x, 0 when there is nothing to compute.
   int64_t PrepareQuantTask(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out,
@@ -62,6 +79,8 @@ class FastCpuOps : public CpuOps {
   std::vector<float> xp_;
   std::vector<float> xsum_;  // per-block sums of x for the 4-bit kernels
   std::vector<float> bias_;
+  static constexpr size_t kMaxLinearParts = 4;
+  std::array<std::vector<float>, kMaxLinearParts> part_bias_;  // LinearMany's converted biases
   std::vector<float> norm_w_;
   double rope_theta_ = 0;
   int64_t rope_dim_ = 0;

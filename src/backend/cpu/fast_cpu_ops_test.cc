@@ -204,6 +204,73 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
   EXPECT_TRUE(BitwiseEqual(eg.data<float>(), ew.data<float>(), 6 * 64));
 }
 
+// LinearMany (q/k/v and gate/up as one job) gives bitwise what separate Linear calls give: every
+// kernel path, both layouts, ranges that straddle two parts, per-part biases (BF16: converted
+// into separate scratch), several thread counts; a quantized part makes it fall back to
+// separate calls, as does the reference.
+TEST_F(FastCpuOpsTest, LinearManyIsBitwiseSeparateLinears) {
+  auto tiled_copy = [&](const Tensor& w) {
+    if (!cpu::DetectCpuFeatures().avx512) return w;
+    Tensor t = backend_->NewTensor(w.dtype(), w.shape());
+    PackRowTiles(static_cast<const uint8_t*>(w.raw()), static_cast<uint8_t*>(t.raw()), w.dim(0),
+                 RowBytes(w), 0, (w.dim(0) + kTileRows - 1) / kTileRows);
+    return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
+  };
+  const int64_t k = 128;
+  for (bool bf16_activations : {false, true}) {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+      for (bool tiles : {false, true}) {
+        std::vector<Weight> w;
+        std::vector<Tensor> b;
+        for (int64_t n : {203, 37, 37}) {
+          Tensor d = Random(dt, {n, k});
+          w.emplace_back(tiles ? tiled_copy(d) : d);
+          b.push_back(Random(DType::kBF16, {n}));
+        }
+        for (int64_t t : {1, 5, 37}) {
+          Tensor x = Random(DType::kF32, {t, k});
+          for (int threads : {1, 2, 3}) {
+            FastCpuOps ops(bf16_activations, threads);
+            std::vector<Tensor> want, got;
+            std::vector<Ops::LinearOut> parts;
+            for (size_t i = 0; i < w.size(); ++i) {
+              want.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
+              got.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
+              ops.Linear(x, w[i], i == 1 ? nullptr : &b[i], want[i]);
+            }
+            for (size_t i = 0; i < w.size(); ++i)
+              parts.push_back({&w[i], i == 1 ? nullptr : &b[i], &got[i]});
+            ops.LinearMany(x, parts);
+            for (size_t i = 0; i < w.size(); ++i)
+              ASSERT_TRUE(
+                  BitwiseEqual(got[i].data<float>(), want[i].data<float>(), t * w[i].rows()))
+                  << DTypeName(dt) << " tiles " << tiles << " T=" << t << " part " << i
+                  << " threads " << threads << " bf16_activations " << bf16_activations;
+          }
+        }
+      }
+    }
+  }
+  // A quantized part, and the reference ops: separate calls.
+  Weight q(MakeQuant(*backend_, QuantType::kQ8_0, 40, k, 3, nullptr));
+  Weight d(Random(DType::kBF16, {24, k}));
+  Tensor x = Random(DType::kF32, {3, k});
+  for (bool reference : {false, true}) {
+    std::unique_ptr<Ops> ops = reference ? std::unique_ptr<Ops>(new CpuOps(2))
+                                         : std::unique_ptr<Ops>(new FastCpuOps(false, 2));
+    Tensor wq = backend_->NewTensor(DType::kF32, {3, 40}),
+           wd = backend_->NewTensor(DType::kF32, {3, 24});
+    Tensor gq = backend_->NewTensor(DType::kF32, {3, 40}),
+           gd = backend_->NewTensor(DType::kF32, {3, 24});
+    ops->Linear(x, q, nullptr, wq);
+    ops->Linear(x, d, nullptr, wd);
+    const Ops::LinearOut parts[] = {{&q, nullptr, &gq}, {&d, nullptr, &gd}};
+    ops->LinearMany(x, parts);
+    EXPECT_TRUE(BitwiseEqual(gq.data<float>(), wq.data<float>(), 3 * 40)) << reference;
+    EXPECT_TRUE(BitwiseEqual(gd.data<float>(), wd.data<float>(), 3 * 24)) << reference;
+  }
+}
+
 // Quantized Linear (Q8_0, Q4_0, AWQ4 with several group sizes): close to the plain reference
 // (QuantLinearRef) for odd row counts and both kernel paths (direct for <= 3 rows of x, dequantized
 // panel above), and bitwise the same for a row whatever the batch around it and the thread count.

@@ -101,6 +101,10 @@ void Ops::Linear(const Tensor& x, const Weight& w, const Tensor* bias, Tensor& o
   }
 }
 
+void Ops::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
+  for (const LinearOut& p : parts) Linear(x, *p.w, p.bias, *p.out);
+}
+
 void Ops::QuantEmbedding(const QuantTensor& table, std::span<const int32_t> ids, Tensor& out) {
   cpu::QuantEmbeddingRef(table, ids, out);
 }

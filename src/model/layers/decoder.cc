@@ -65,9 +65,10 @@ class DecoderLM : public CausalLM {
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
       const DecoderLayerWeights& lw = w_.layers[l];
       ops.RmsNorm(x, lw.input_norm, eps, normed);
-      ops.Linear(normed, lw.q_proj, OrNull(lw.q_bias), q);
-      ops.Linear(normed, lw.k_proj, OrNull(lw.k_bias), k);
-      ops.Linear(normed, lw.v_proj, OrNull(lw.v_bias), v);
+      const Ops::LinearOut qkv[] = {{&lw.q_proj, OrNull(lw.q_bias), &q},
+                                    {&lw.k_proj, OrNull(lw.k_bias), &k},
+                                    {&lw.v_proj, OrNull(lw.v_bias), &v}};
+      ops.LinearMany(normed, qkv);
       if (spec_.qk_norm) {
         ops.RmsNorm(q, lw.q_norm, eps, q);
         ops.RmsNorm(k, lw.k_norm, eps, k);
@@ -79,8 +80,9 @@ class DecoderLM : public CausalLM {
       ops.Linear(attn, lw.o_proj, OrNull(lw.o_bias), proj);
       ops.Add(x, proj, x);
       ops.RmsNorm(x, lw.post_attention_norm, eps, normed);
-      ops.Linear(normed, lw.gate_proj, nullptr, gate);
-      ops.Linear(normed, lw.up_proj, nullptr, up);
+      const Ops::LinearOut gate_up[] = {{&lw.gate_proj, nullptr, &gate},
+                                        {&lw.up_proj, nullptr, &up}};
+      ops.LinearMany(normed, gate_up);
       ops.SiluMul(gate, up, gate);
       ops.Linear(gate, lw.down_proj, nullptr, proj);
       ops.Add(x, proj, x);

@@ -185,6 +185,7 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
 }
 
 void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
+  if (LinearManyNibbleBf16(x, parts)) return;
   // One kernel family for all parts, or each part on its own.
   DenseKernel kind = DenseKernel::kReference;
   bool same = !parts.empty() && parts.size() <= kMaxLinearParts;
@@ -234,6 +235,49 @@ void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
                         });
 }
 
+// AWQ g128 / Q4_0 parts that all take the vdpbf16ps 4-bit kernel: one job, x split into BF16
+// halves once.
+bool FastCpuOps::LinearManyNibbleBf16(const Tensor& x, std::span<const LinearOut> parts) {
+  if (parts.empty() || parts.size() > kMaxLinearParts || !features_.avx512) return false;
+  for (const LinearOut& p : parts)
+    if (!p.w->quantized() || p.w->quant().type != parts[0].w->quant().type ||
+        p.w->quant().cols != parts[0].w->quant().cols ||
+        !cpu::avx512::QuantKernelSupports(p.w->quant()) ||
+        !cpu::avx512::NibbleBf16Supports(p.w->quant(), features_))
+      return false;
+  std::array<cpu::QuantLinearTask, kMaxLinearParts> tasks;
+  std::array<int64_t, kMaxLinearParts + 1> unit_start{};
+  int64_t t_rows = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    t_rows = PrepareQuantTask(x, parts[i].w->quant(), parts[i].bias, *parts[i].out, tasks[i],
+                              &part_bias_[i]);
+    if (t_rows == 0) return false;  // nothing to compute: separate calls return at once
+    unit_start[i + 1] = unit_start[i] + CeilDiv(parts[i].w->quant().rows, 16);
+  }
+  const int64_t k = parts[0].w->quant().cols;
+  PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    tasks[i].hi_only = tasks[0].hi_only;
+    tasks[i].xs = tasks[0].xs;
+    tasks[i].ldxs = tasks[0].ldxs;
+    tasks[i].xsum = tasks[0].xsum;
+    tasks[i].ldxsum = tasks[0].ldxsum;
+  }
+  pool().ParallelRanges(unit_start[parts.size()], MinUnits(kMinParallelMacs, 16 * t_rows * k),
+                        [&](int64_t u0, int64_t u1, int) {
+                          for (size_t i = 0; i < parts.size(); ++i) {
+                            const int64_t b = std::max(u0, unit_start[i]);
+                            const int64_t e = std::min(u1, unit_start[i + 1]);
+                            if (b >= e) continue;
+                            const int64_t n = tasks[i].ldo;
+                            cpu::avx512::QuantLinearNibbleBf16(
+                                tasks[i], 0, t_rows, (b - unit_start[i]) * 16,
+                                std::min(n, (e - unit_start[i]) * 16));
+                          }
+                        });
+  return true;
+}
+
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
                              Tensor& out) {
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
@@ -249,19 +293,7 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
   // AWQ g128 and Q4_0 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves, or with
   // BF16 activations (the hi halves only) under --dtype bfloat16.
   if (cpu::avx512::NibbleBf16Supports(w, features_)) {
-    task.hi_only = bf16_path_ == cpu::Bf16Path::kBf16Dot;
-    task.ldxs = 2 * k;
-    task.ldxsum = k / 8;
-    if (xb_.size() < static_cast<size_t>(t_rows * task.ldxs)) xb_.resize(t_rows * task.ldxs);
-    if (xsum_.size() < static_cast<size_t>(t_rows * task.ldxsum))
-      xsum_.resize(t_rows * task.ldxsum);
-    task.xs = xb_.data();
-    task.xsum = xsum_.data();
-    ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
-      cpu::avx512::NibbleBf16PrepareX(w.type, x.data<float>() + r0 * k, r1 - r0, k, k,
-                                      xb_.data() + r0 * task.ldxs, task.ldxs,
-                                      xsum_.data() + r0 * task.ldxsum, task.ldxsum, task.hi_only);
-    });
+    PrepareNibbleBf16X(x, w.type, t_rows, task);
     ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
       cpu::avx512::QuantLinearNibbleBf16(task, 0, t_rows, n0, n1);
     });
@@ -325,7 +357,8 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
 }
 
 int64_t FastCpuOps::PrepareQuantTask(const Tensor& x, const QuantTensor& w, const Tensor* bias,
-                                     Tensor& out, cpu::QuantLinearTask& task) {
+                                     Tensor& out, cpu::QuantLinearTask& task,
+                                     std::vector<float>* bias_scratch) {
   XI_CHECK(x.dtype() == DType::kF32 && out.dtype() == DType::kF32);
   const int64_t k = w.cols, n = w.rows;
   XI_CHECK(k > 0 && x.numel() % k == 0);
@@ -339,9 +372,26 @@ int64_t FastCpuOps::PrepareQuantTask(const Tensor& x, const QuantTensor& w, cons
   task.ldo = n;
   if (bias != nullptr) {
     XI_CHECK(bias->numel() == n);
-    task.bias = ToF32(*bias, bias_);
+    task.bias = ToF32(*bias, bias_scratch != nullptr ? *bias_scratch : bias_);
   }
   return t_rows;
+}
+
+void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_rows,
+                                    cpu::QuantLinearTask& task) {
+  const int64_t k = task.ldx;
+  task.hi_only = bf16_path_ == cpu::Bf16Path::kBf16Dot;
+  task.ldxs = 2 * k;
+  task.ldxsum = k / 8;
+  if (xb_.size() < static_cast<size_t>(t_rows * task.ldxs)) xb_.resize(t_rows * task.ldxs);
+  if (xsum_.size() < static_cast<size_t>(t_rows * task.ldxsum)) xsum_.resize(t_rows * task.ldxsum);
+  task.xs = xb_.data();
+  task.xsum = xsum_.data();
+  ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
+    cpu::avx512::NibbleBf16PrepareX(type, x.data<float>() + r0 * k, r1 - r0, k, k,
+                                    xb_.data() + r0 * task.ldxs, task.ldxs,
+                                    xsum_.data() + r0 * task.ldxsum, task.ldxsum, task.hi_only);
+  });
 }
 
 void FastCpuOps::QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows) {

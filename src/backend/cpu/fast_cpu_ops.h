@@ -55,7 +55,12 @@ class FastCpuOps : public CpuOps {
   // Checks QuantLinear's arguments and fills `task` (bias converted to F32); returns the rows of
   // x, 0 when there is nothing to compute.
   int64_t PrepareQuantTask(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out,
-                           cpu::QuantLinearTask& task);
+                           cpu::QuantLinearTask& task, std::vector<float>* bias_scratch = nullptr);
+  // x split into BF16 halves (and its group sums) for the vdpbf16ps 4-bit kernel.
+  void PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_rows,
+                          cpu::QuantLinearTask& task);
+  // LinearMany of AWQ g128 / Q4_0 parts that all take that kernel; false: not applicable.
+  bool LinearManyNibbleBf16(const Tensor& x, std::span<const LinearOut> parts);
   // QuantLinear with Highway's kernels (CPUs without AVX-512, or formats it lacks).
   void QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows);
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.

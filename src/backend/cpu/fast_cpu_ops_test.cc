@@ -251,6 +251,39 @@ TEST_F(FastCpuOpsTest, LinearManyIsBitwiseSeparateLinears) {
       }
     }
   }
+  // AWQ g128 and Q4_0 parts (the vdpbf16ps 4-bit kernel on AVX512-BF16 CPUs: one job), with
+  // BF16 biases on two parts.
+  for (QuantType type : {QuantType::kAwq4, QuantType::kQ4_0}) {
+    for (bool bf16_activations : {false, true}) {
+      const int64_t kq = 256;
+      std::vector<Weight> w;
+      std::vector<Tensor> b;
+      for (int64_t n : {203, 37, 40}) {
+        w.emplace_back(MakeQuant(*backend_, type, n, kq, static_cast<uint32_t>(n), nullptr, 128));
+        b.push_back(Random(DType::kBF16, {n}));
+      }
+      for (int64_t t : {1, 5}) {
+        Tensor x = Random(DType::kF32, {t, kq});
+        for (int threads : {1, 3}) {
+          FastCpuOps ops(bf16_activations, threads);
+          std::vector<Tensor> want, got;
+          std::vector<Ops::LinearOut> parts;
+          for (size_t i = 0; i < w.size(); ++i) {
+            want.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
+            got.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
+            ops.Linear(x, w[i], i == 1 ? nullptr : &b[i], want[i]);
+          }
+          for (size_t i = 0; i < w.size(); ++i)
+            parts.push_back({&w[i], i == 1 ? nullptr : &b[i], &got[i]});
+          ops.LinearMany(x, parts);
+          for (size_t i = 0; i < w.size(); ++i)
+            ASSERT_TRUE(BitwiseEqual(got[i].data<float>(), want[i].data<float>(), t * w[i].rows()))
+                << QuantTypeName(type) << " T=" << t << " part " << i << " threads " << threads
+                << " bf16_activations " << bf16_activations;
+        }
+      }
+    }
+  }
   // A quantized part, and the reference ops: separate calls.
   Weight q(MakeQuant(*backend_, QuantType::kQ8_0, 40, k, 3, nullptr));
   Weight d(Random(DType::kBF16, {24, k}));

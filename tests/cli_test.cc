@@ -77,11 +77,16 @@ TEST(CliTest, GenerateTinyStoriesMatchesGoldenStory) {
     EXPECT_NE(j["text"].get<std::string>().find("Lily"), std::string::npos) << j["text"];
     EXPECT_EQ(j["timings"]["generated_tokens"], 64);
   }
-  // Plain-text mode prints the same story.
+  // Plain-text mode prints the same story, and so do weights read from the mapped file
+  // (--mmap-weights) instead of copied into huge pages.
   RunResult plain = RunXinfer("generate --model " + Model("tinystories-656k") +
                               " --prompt-ids 1 --max-tokens 64 --temperature 0");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_NE(plain.out.find("Lily"), std::string::npos);
+  RunResult mapped = RunXinfer("generate --model " + Model("tinystories-656k") +
+                               " --prompt-ids 1 --max-tokens 64 --temperature 0 --mmap-weights");
+  ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_EQ(mapped.out, plain.out);
 }
 
 TEST(CliTest, GenerateWithPromptTextAndLogprobs) {
@@ -340,6 +345,7 @@ TEST(CliTest, BenchOfflineJsonPairsEachRunWithItsBandwidth) {
                           "read_gb_s", "decode_roofline_fraction"})
     EXPECT_GT(j.value(key, 0.0), 0.0) << key;
   EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["mmap_weights"], false);
   ASSERT_EQ(j["read_gb_s_runs"].size(), 3u);
   ASSERT_EQ(j["decode_roofline_fraction_runs"].size(), 3u);
   std::vector<double> fractions;

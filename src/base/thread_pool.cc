@@ -18,9 +18,6 @@ namespace {
 // How long an idle worker polls for the next job before it sleeps. The ops of one step follow
 // each other within microseconds; a futex wake costs ~5-20 us, so polling across such gaps pays.
 constexpr auto kSpinBudget = std::chrono::microseconds(500);
-// Ranges per thread in ParallelRanges: with 4, a thread that is descheduled or slow holds up
-// the others by a quarter of its share at most, while each range stays long enough to stream.
-constexpr int64_t kRangesPerThread = 4;
 
 void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -117,9 +114,21 @@ ThreadPool::~ThreadPool() {
   for (std::thread& w : workers_) w.join();
 }
 
-int64_t ThreadPool::RangeCount(int64_t units, int64_t min_units) const {
-  const int64_t by_size = units / std::max<int64_t>(1, min_units);
-  return std::clamp<int64_t>(by_size, 1, std::min<int64_t>(units, size_ * kRangesPerThread));
+int64_t ThreadPool::SplitRanges(int64_t units, int64_t min_units, RangeBounds& bounds) const {
+  min_units = std::max<int64_t>(1, min_units);
+  bounds[0] = 0;
+  if (units <= 0) return 0;
+  int64_t n = 0, begin = 0;
+  while (begin < units) {
+    const int64_t left = units - begin;
+    int64_t len = std::max(min_units, (left + 2 * size_ - 1) / (2 * size_));
+    // The rest in one range rather than a sliver shorter than min_units, and never more than
+    // kMaxRanges ranges.
+    if (size_ == 1 || left - len < min_units || n + 1 == kMaxRanges) len = left;
+    begin += len;
+    bounds[++n] = begin;
+  }
+  return n;
 }
 
 void ThreadPool::RunImpl(int64_t num_chunks, void* fn, Trampoline call) {

@@ -15,6 +15,7 @@
 // `fn` is called concurrently for distinct chunks; each chunk runs exactly once.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string_view>
@@ -53,19 +54,29 @@ class ThreadPool {
     });
   }
 
-  // Splits [0, units) into contiguous ranges (a few per thread, so a slow thread delays the
-  // others by one range at most) and calls fn(begin, end, thread) for each. Fewer than
-  // `min_units` units per range are not split further; one range runs on the caller alone.
+  // Splits [0, units) into contiguous ranges and calls fn(begin, end, thread) for each. The
+  // ranges shrink as they go: each takes 1 / (2 x size()) of the units still left, but at least
+  // `min_units` (one range, on the caller alone, when there are too few). Early ranges are long
+  // (a decode GEMV's weight stream restarts once per range) and the last ones short, so the
+  // thread that finishes last keeps the others waiting for a short range only; with equal ranges
+  // (4 per thread) that wait was ~6 % of a decode step (session 7, docs/performance.md).
   template <class Fn>
   void ParallelRanges(int64_t units, int64_t min_units, Fn&& fn) {
     if (units <= 0) return;
-    const int64_t chunks = RangeCount(units, min_units);
-    Run(chunks,
-        [&](int64_t c, int thread) { fn(units * c / chunks, units * (c + 1) / chunks, thread); });
+    RangeBounds bounds;
+    const int64_t ranges = SplitRanges(units, min_units, bounds);
+    Run(ranges, [&](int64_t c, int thread) { fn(bounds[c], bounds[c + 1], thread); });
   }
 
-  // How many ranges ParallelRanges makes of `units`.
-  int64_t RangeCount(int64_t units, int64_t min_units) const;
+  // How many ranges ParallelRanges makes of `units`, and their bounds: range c is
+  // [bounds[c], bounds[c + 1]).
+  static constexpr int kMaxRanges = 64;
+  using RangeBounds = std::array<int64_t, kMaxRanges + 1>;
+  int64_t SplitRanges(int64_t units, int64_t min_units, RangeBounds& bounds) const;
+  int64_t RangeCount(int64_t units, int64_t min_units) const {
+    RangeBounds bounds;
+    return SplitRanges(units, min_units, bounds);
+  }
 
  private:
   using Trampoline = void (*)(void*, int64_t, int);

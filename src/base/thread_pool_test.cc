@@ -97,8 +97,29 @@ TEST(ThreadPoolTest, ParallelRangesCoverEveryUnitOnce) {
     }
   }
   EXPECT_EQ(pool.RangeCount(100, 1000), 1);
-  EXPECT_EQ(pool.RangeCount(100, 1), 12);  // at most 4 per thread
   EXPECT_EQ(pool.RangeCount(2, 1), 2);
+  EXPECT_EQ(ThreadPool(1).RangeCount(100, 1), 1);  // one thread: one range
+}
+
+// Ranges shrink: each takes 1/(2 x threads) of what is left (rounded up), at least min_units,
+// the rest going into the last one rather than a sliver; at most kMaxRanges.
+TEST(ThreadPoolTest, RangesShrinkGeometrically) {
+  ThreadPool pool(2);
+  ThreadPool::RangeBounds b;
+  ASSERT_EQ(pool.SplitRanges(100, 10, b), 7);
+  // 25, 19, 14, 11, then min_units 10 twice, then the last 11 rather than 10 + a sliver of 1.
+  const std::vector<int64_t> want = {0, 25, 44, 58, 69, 79, 89, 100};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(b[i], want[i]) << i;
+  // A long op: the last range is a small part of it, the first a quarter.
+  const int64_t n = pool.SplitRanges(25323, 7, b);
+  EXPECT_LE(n, ThreadPool::kMaxRanges);
+  EXPECT_EQ(b[n], 25323);
+  EXPECT_EQ(b[1], (25323 + 3) / 4);
+  EXPECT_LT(b[n] - b[n - 1], 25323 / 50);
+  for (int64_t c = 1; c + 1 < n; ++c) EXPECT_GE(b[c] - b[c - 1], b[c + 1] - b[c]) << c;
+  // Tiny min_units: capped at kMaxRanges, still covering everything.
+  EXPECT_EQ(pool.SplitRanges(int64_t{1} << 40, 1, b), ThreadPool::kMaxRanges);
+  EXPECT_EQ(b[ThreadPool::kMaxRanges], int64_t{1} << 40);
 }
 
 TEST(ThreadPoolTest, NestedRunIsInlineOnTheSameThread) {

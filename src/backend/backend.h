@@ -121,6 +121,9 @@ struct CpuBackendOptions {
   // at startup) instead of being copied into huge-page memory; `--mmap-weights`. Decode streams
   // the weights, and 4 KiB pages cost ~25 % of its speed in TLB misses.
   bool mmap_weights = false;
+  // Weights larger than this stay in the mapped file (with a warning) instead of being copied:
+  // a model that only fits as page cache still loads. 0: 90 % of AvailableMemoryBytes() at load.
+  size_t weight_copy_limit_bytes = 0;
 };
 std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
 

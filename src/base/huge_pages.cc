@@ -2,8 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "base/check.h"
@@ -35,6 +38,39 @@ void* MapHugePages(size_t bytes) {
 
 void UnmapHugePages(void* p, size_t bytes) {
   if (p != nullptr) ::munmap(p, RoundUp(bytes > 0 ? bytes : 1));
+}
+
+namespace {
+
+// The first number in a file ("max" and unreadable files give nothing).
+std::optional<size_t> ReadNumber(const char* path) {
+  std::ifstream in(path);
+  size_t v = 0;
+  if (!(in >> v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+size_t AvailableMemoryBytes() {
+  size_t available = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  const auto limit = ReadNumber("/sys/fs/cgroup/memory.max");
+  const auto used = ReadNumber("/sys/fs/cgroup/memory.current");
+  if (limit && used) {
+    const size_t left = *limit > *used ? *limit - *used : 0;
+    available = available == 0 ? left : std::min(available, left);
+  }
+  return available;
 }
 
 const char* TransparentHugePageMode() {

@@ -16,6 +16,11 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 void* MapHugePages(size_t bytes);
 void UnmapHugePages(void* p, size_t bytes);
 
+// Bytes this process could still take without swapping or an OOM kill: /proc/meminfo's
+// MemAvailable (free memory plus reclaimable page cache), capped by what a cgroup v2 memory
+// limit leaves (memory.max - memory.current: a container's `--memory`); 0 when unknown.
+size_t AvailableMemoryBytes();
+
 // "always", "madvise" or "never" from /sys/kernel/mm/transparent_hugepage/enabled, or
 // "unavailable", for logs and `doctor`.
 const char* TransparentHugePageMode();

@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/fast_cpu_ops.h"
 #include "base/huge_pages.h"
+#include "base/logging.h"
 
 namespace xinfer {
 namespace {
@@ -54,7 +55,9 @@ class HostBuffer : public Buffer {
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
-      : ops_(options.bf16_activations, options.num_threads), mmap_weights_(options.mmap_weights) {}
+      : ops_(options.bf16_activations, options.num_threads),
+        mmap_weights_(options.mmap_weights),
+        weight_copy_limit_(options.weight_copy_limit_bytes) {}
   const char* name() const override { return "cpu"; }
   std::string description() const override {
     return std::string("cpu: kernels ") + cpu::KernelIsaName() + ", BF16 Linear path " +
@@ -73,17 +76,19 @@ class CpuBackend : public Backend {
  private:
   FastCpuOps ops_;
   bool mmap_weights_;
+  size_t weight_copy_limit_;
 };
 
 // All weights go into one huge-page region, so only its end can hold a partial huge page, and
 // the pool copies them (page faults and the copy itself spread over the cores). Linear weights
 // the AVX-512 kernels take are stored in row tiles (tensor.h), the layout they stream fastest.
 std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weights) {
-  if (mmap_weights_) {
+  auto as_they_are = [&] {
     std::vector<Tensor> same;
     for (const WeightToPlace& w : weights) same.push_back(w.tensor);
     return same;
-  }
+  };
+  if (mmap_weights_) return as_they_are();
   struct Range {
     size_t offset;
     int64_t row_bytes;  // of the tensor that asked for row tiles
@@ -100,6 +105,15 @@ std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weig
       XI_CHECK(!it->second.tiled || it->second.row_bytes == RowBytes(t));
       it->second = {it->second.offset, RowBytes(t), true};
     }
+  }
+  const size_t limit =
+      weight_copy_limit_ > 0 ? weight_copy_limit_ : AvailableMemoryBytes() / 10 * 9;
+  if (limit > 0 && total > limit) {
+    XI_LOG_WARN(
+        "weights ({:.2f} GB) exceed the memory available for a copy ({:.2f} GB): reading them "
+        "from the mapped file, as --mmap-weights does (slower decode)",
+        total / 1e9, limit / 1e9);
+    return as_they_are();
   }
   auto buffer = std::make_shared<HostBuffer>(total);
   uint8_t* base = static_cast<uint8_t*>(buffer->data());

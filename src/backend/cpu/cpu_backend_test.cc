@@ -111,6 +111,24 @@ TEST(CpuBackendTest, LinearWeightsAreRowTiledWhereTheKernelsReadThem) {
   }
 }
 
+// Weights over the copy limit (a model that fits only as page cache) stay in the mapping rather
+// than being copied into memory the process does not have.
+TEST(CpuBackendTest, WeightsOverTheCopyLimitStayMapped) {
+  auto small = CreateCpuBackend({.weight_copy_limit_bytes = 100 << 10});
+  Tensor big = Filled(*small, DType::kBF16, {100, 896}, 3);  // 175 KiB
+  Tensor norm = Filled(*small, DType::kF32, {8}, 4);
+  std::vector<Tensor> placed = small->PlaceWeights({{{big, true}, {norm, false}}});
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_EQ(placed[0].raw(), big.raw());
+  EXPECT_EQ(placed[0].layout(), Layout::kRowMajor);
+  EXPECT_EQ(placed[1].raw(), norm.raw());
+  // Under the limit: copied.
+  auto roomy = CreateCpuBackend({.weight_copy_limit_bytes = 1 << 20});
+  std::vector<Tensor> copied = roomy->PlaceWeights({{{big, true}, {norm, false}}});
+  EXPECT_NE(copied[0].raw(), big.raw());
+  EXPECT_GT(AvailableMemoryBytes(), size_t{0});
+}
+
 TEST(CpuBackendTest, LargeBuffersAreHugePageAligned) {
   auto backend = CreateCpuBackend();
   for (size_t bytes : {size_t{1} << 20, size_t{3} << 20, (size_t{8} << 20) + 7}) {

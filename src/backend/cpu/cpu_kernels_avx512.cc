@@ -69,8 +69,8 @@ inline void CheckTileStart(const LinearTask& t, int64_t n0) {
 }
 
 // Element kk of weight row j of a tile starting at w: row-major rows `wstride` bytes apart, or
-// row tiles (tensor.h: the tile's 64-byte units of its NR rows interleaved; the weights stream
-// as one sequence, so the tiles issue no software prefetch).
+// row tiles (tensor.h: the tile's 64-byte units of its NR rows interleaved, so the weights stream
+// as one sequence).
 template <int WT, int NR, bool TILED>
 inline const uint8_t* WAt(const uint8_t* w, int64_t wstride, int j, int64_t kk) {
   constexpr int64_t kEsize = WT == kWF32 ? 4 : 2, kPerUnit = kTileUnitBytes / kEsize;
@@ -79,6 +79,23 @@ inline const uint8_t* WAt(const uint8_t* w, int64_t wstride, int j, int64_t kk) 
            (kk % kPerUnit) * kEsize;
   } else {
     return w + j * wstride + kk * kEsize;
+  }
+}
+
+// The same for 16-bit weights read 32 at a time (kk a multiple of 32).
+template <int NR, bool TILED>
+inline const uint16_t* W16At(const uint16_t* w, int64_t k, int j, int64_t kk) {
+  return TILED ? w + kk * NR + j * 32 : w + j * k + kk;
+}
+
+// The tile's weight prefetch for the k-step at byte `offset` of a row (a multiple of 64): the
+// same bytes of the NR rows `pf_dist` ahead, which in row tiles are the NR units of that step.
+template <int NR, bool TILED>
+inline void PrefetchStep(const void* w, int64_t pf_dist, int64_t row_bytes, int64_t offset) {
+  if constexpr (TILED) {
+    PrefetchAhead<NR>(static_cast<const uint8_t*>(w) + offset * NR, pf_dist, kTileUnitBytes, 0);
+  } else {
+    PrefetchAhead<NR>(w, pf_dist, row_bytes, offset);
   }
 }
 
@@ -96,13 +113,8 @@ void TileF32Acc(const float* x, int64_t ldx, const uint8_t* w, int64_t wstride, 
   const int64_t pf_dist = PrefetchDistance<NR>(wstride);
   for (; kk + 16 <= k; kk += 16) {
     // One prefetch per 64-byte line of each row: every step for F32, every other for 16 bits.
-    if (prefetch && (kEsize == 4 || (kk & 31) == 0)) {
-      if constexpr (TILED) {
-        PrefetchAhead<NR>(WAt<WT, NR, true>(w, wstride, 0, kk), pf_dist, kTileUnitBytes, 0);
-      } else {
-        PrefetchAhead<NR>(w, pf_dist, wstride, kk * kEsize);
-      }
-    }
+    if (prefetch && (kEsize == 4 || (kk & 31) == 0))
+      PrefetchStep<NR, TILED>(w, pf_dist, wstride, kk * kEsize);
     __m512 xv[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * ldx + kk);
@@ -194,13 +206,7 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   const int64_t pf_dist = PrefetchDistance<NR>(k * 2);
   for (int64_t kk = 0; kk < k; kk += 32) {
-    if (prefetch) {
-      if constexpr (TILED) {
-        PrefetchAhead<NR>(w + kk * NR, pf_dist, kTileUnitBytes, 0);
-      } else {
-        PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
-      }
-    }
+    if (prefetch) PrefetchStep<NR, TILED>(w, pf_dist, k * 2, kk * 2);
     const bool full = kk + 32 <= k;
     const __mmask32 m = full ? ~__mmask32{0} : static_cast<__mmask32>((1ull << (k - kk)) - 1);
     __m512 xv[MR];
@@ -208,7 +214,7 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(xp + i * ldxp + kk);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const uint16_t* wj = TILED ? w + kk * NR + j * 32 : w + j * k + kk;
+      const uint16_t* wj = W16At<NR, TILED>(w, k, j, kk);
       const __m512i v = full ? _mm512_loadu_si512(wj) : _mm512_maskz_loadu_epi16(m, wj);
       const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 #pragma GCC unroll 8
@@ -218,7 +224,7 @@ void TileBf16Widen(const float* xp, int64_t ldxp, const uint16_t* w, int64_t k, 
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(xp + i * ldxp + kk + 16);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const uint16_t* wj = TILED ? w + kk * NR + j * 32 : w + j * k + kk;
+      const uint16_t* wj = W16At<NR, TILED>(w, k, j, kk);
       const __m512i v = full ? _mm512_loadu_si512(wj) : _mm512_maskz_loadu_epi16(m, wj);
       const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask));
 #pragma GCC unroll 8
@@ -382,19 +388,13 @@ void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k,
   int64_t kk = 0;
   const int64_t pf_dist = PrefetchDistance<NR>(k * 2);
   for (; kk + 32 <= k; kk += 32) {
-    if (prefetch) {
-      if constexpr (TILED) {
-        PrefetchAhead<NR>(w + kk * NR, pf_dist, kTileUnitBytes, 0);
-      } else {
-        PrefetchAhead<NR>(w, pf_dist, k * 2, kk * 2);
-      }
-    }
+    if (prefetch) PrefetchStep<NR, TILED>(w, pf_dist, k * 2, kk * 2);
     __m512bh xv[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xv[i] = AsBh(_mm512_loadu_si512(xb + i * ldxb + kk));
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512bh wv = AsBh(_mm512_loadu_si512(TILED ? w + kk * NR + j * 32 : w + j * k + kk));
+      const __m512bh wv = AsBh(_mm512_loadu_si512(W16At<NR, TILED>(w, k, j, kk)));
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
     }
@@ -407,8 +407,7 @@ void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k,
     for (int i = 0; i < MR; ++i) xv[i] = AsBh(_mm512_loadu_si512(xb + i * ldxb + kk));
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512bh wv =
-          AsBh(_mm512_maskz_loadu_epi16(m, TILED ? w + kk * NR + j * 32 : w + j * k + kk));
+      const __m512bh wv = AsBh(_mm512_maskz_loadu_epi16(m, W16At<NR, TILED>(w, k, j, kk)));
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
     }

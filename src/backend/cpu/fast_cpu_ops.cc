@@ -42,6 +42,17 @@ void FastCpuOps::ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn, int64_
 }
 
 template <class Fn>
+void FastCpuOps::ForEachPartRange(std::span<const int64_t> unit_start, int64_t min_units, Fn&& fn) {
+  const size_t parts = unit_start.size() - 1;
+  pool().ParallelRanges(unit_start[parts], min_units, [&](int64_t u0, int64_t u1, int) {
+    for (size_t i = 0; i < parts; ++i) {
+      const int64_t b = std::max(u0, unit_start[i]), e = std::min(u1, unit_start[i + 1]);
+      if (b < e) fn(i, b - unit_start[i], e - unit_start[i]);
+    }
+  });
+}
+
+template <class Fn>
 void FastCpuOps::ForEachRowRange(int64_t rows, int64_t row_elems, Fn&& fn) {
   pool().ParallelRanges(rows, MinUnits(kMinParallelElems, row_elems),
                         [&](int64_t r0, int64_t r1, int) { fn(r0, r1); });
@@ -74,11 +85,9 @@ bool FastCpuOps::WantsRowTiles(const Tensor& w) const {
     const char* e = std::getenv("XINFER_ROW_TILES");
     return e == nullptr || std::string_view(e) != "0";
   }();
-  const DType wt = w.dtype();
-  const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
-                         (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
-  return enabled && features_.avx512 && supported && w.rank() == 2 &&
-         RowBytes(w) % kTileUnitBytes == 0;
+  if (!enabled || w.rank() != 2 || RowBytes(w) % kTileUnitBytes != 0) return false;
+  const DenseKernel kind = DenseKernelFor(w);
+  return kind != DenseKernel::kReference && kind != DenseKernel::kSimd;  // the AVX-512 kernels
 }
 
 FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {
@@ -218,21 +227,12 @@ void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
     tasks[i].xp = tasks[0].xp;
     tasks[i].ldxp = tasks[0].ldxp;
   }
-  // One job over the parts' units side by side: a range may cover the end of one part and the
-  // start of the next.
-  const int64_t units = unit_start[parts.size()];
-  pool().ParallelRanges(units, MinUnits(kMinParallelMacs, macs_per_unit),
-                        [&](int64_t u0, int64_t u1, int) {
-                          for (size_t i = 0; i < parts.size(); ++i) {
-                            const int64_t b = std::max(u0, unit_start[i]);
-                            const int64_t e = std::min(u1, unit_start[i + 1]);
-                            if (b >= e) continue;
-                            const int64_t unit = ColumnUnit(tasks[i]);
-                            const int64_t n0 = (b - unit_start[i]) * unit;
-                            const int64_t n1 = std::min(tasks[i].ldo, (e - unit_start[i]) * unit);
-                            RunDense(kind, tasks[i], t_rows, n0, n1);
-                          }
-                        });
+  ForEachPartRange(std::span(unit_start.data(), parts.size() + 1),
+                   MinUnits(kMinParallelMacs, macs_per_unit),
+                   [&](size_t i, int64_t u0, int64_t u1) {
+                     const int64_t unit = ColumnUnit(tasks[i]);
+                     RunDense(kind, tasks[i], t_rows, u0 * unit, std::min(tasks[i].ldo, u1 * unit));
+                   });
 }
 
 // AWQ g128 / Q4_0 parts that all take the vdpbf16ps 4-bit kernel: one job, x split into BF16
@@ -263,18 +263,12 @@ bool FastCpuOps::LinearManyNibbleBf16(const Tensor& x, std::span<const LinearOut
     tasks[i].xsum = tasks[0].xsum;
     tasks[i].ldxsum = tasks[0].ldxsum;
   }
-  pool().ParallelRanges(unit_start[parts.size()], MinUnits(kMinParallelMacs, 16 * t_rows * k),
-                        [&](int64_t u0, int64_t u1, int) {
-                          for (size_t i = 0; i < parts.size(); ++i) {
-                            const int64_t b = std::max(u0, unit_start[i]);
-                            const int64_t e = std::min(u1, unit_start[i + 1]);
-                            if (b >= e) continue;
-                            const int64_t n = tasks[i].ldo;
-                            cpu::avx512::QuantLinearNibbleBf16(
-                                tasks[i], 0, t_rows, (b - unit_start[i]) * 16,
-                                std::min(n, (e - unit_start[i]) * 16));
-                          }
-                        });
+  ForEachPartRange(std::span(unit_start.data(), parts.size() + 1),
+                   MinUnits(kMinParallelMacs, 16 * t_rows * k),
+                   [&](size_t i, int64_t u0, int64_t u1) {
+                     cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, u0 * 16,
+                                                        std::min(tasks[i].ldo, u1 * 16));
+                   });
   return true;
 }
 

@@ -70,6 +70,11 @@ class FastCpuOps : public CpuOps {
   // `unit`, spread over the pool; `row_cost`: multiply-adds per weight row (T x K).
   template <class Fn>
   void ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn, int64_t unit = 16);
+  // LinearMany's one job: several parts' units side by side, part i owning units
+  // [unit_start[i], unit_start[i + 1]); runs fn(i, u0, u1) for each range cut at part
+  // boundaries, u0 and u1 counted from the part's first unit.
+  template <class Fn>
+  void ForEachPartRange(std::span<const int64_t> unit_start, int64_t min_units, Fn&& fn);
   // Runs fn(r0, r1) over ranges of the rows [0, rows) of `row_elems` elements each (x rows to
   // prepare, rows to normalize).
   template <class Fn>

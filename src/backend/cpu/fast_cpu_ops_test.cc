@@ -49,6 +49,32 @@ class FastCpuOpsTest : public ::testing::Test {
   static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
     return std::memcmp(a, b, n * sizeof(float)) == 0;
   }
+  // A copy of the row-major weight `w` in row tiles (tensor.h).
+  Tensor RowTiled(const Tensor& w) {
+    Tensor t = backend_->NewTensor(w.dtype(), w.shape());
+    PackRowTiles(static_cast<const uint8_t*>(w.raw()), static_cast<uint8_t*>(t.raw()), w.dim(0),
+                 RowBytes(w), 0, (w.dim(0) + kTileRows - 1) / kTileRows);
+    return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
+  }
+  // LinearMany of x with the weights `w` (biases b, none on part 1) against separate Linears:
+  // bitwise the same, part by part.
+  void ExpectLinearManyMatchesSeparate(Ops& ops, const Tensor& x, const std::vector<Weight>& w,
+                                       const std::vector<Tensor>& b, const std::string& label) {
+    const int64_t t = x.dim(0);
+    std::vector<Tensor> want, got;
+    std::vector<Ops::LinearOut> parts;
+    for (size_t i = 0; i < w.size(); ++i) {
+      want.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
+      got.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
+      ops.Linear(x, w[i], i == 1 ? nullptr : &b[i], want[i]);
+    }
+    for (size_t i = 0; i < w.size(); ++i)
+      parts.push_back({&w[i], i == 1 ? nullptr : &b[i], &got[i]});
+    ops.LinearMany(x, parts);
+    for (size_t i = 0; i < w.size(); ++i)
+      ASSERT_TRUE(BitwiseEqual(got[i].data<float>(), want[i].data<float>(), t * w[i].rows()))
+          << label << " T=" << t << " part " << i;
+  }
 
   std::unique_ptr<Backend> backend_ = CreateCpuBackend();
   FastCpuOps fast_;
@@ -155,19 +181,12 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
 // Embedding) read either layout.
 TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
   if (!cpu::DetectCpuFeatures().avx512) GTEST_SKIP() << "row tiles are for the AVX-512 kernels";
-  auto tiled_copy = [&](const Tensor& w) {
-    Tensor t = backend_->NewTensor(w.dtype(), w.shape());
-    const int64_t groups = (w.dim(0) + kTileRows - 1) / kTileRows;
-    PackRowTiles(static_cast<const uint8_t*>(w.raw()), static_cast<uint8_t*>(t.raw()), w.dim(0),
-                 RowBytes(w), 0, groups);
-    return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
-  };
   const int64_t n = 203;
   for (bool bf16_activations : {false, true}) {
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
       for (int64_t k : {64, 896, 4864}) {
         Tensor w = Random(dt, {n, k});
-        Tensor tiled = tiled_copy(w);
+        Tensor tiled = RowTiled(w);
         ASSERT_NE(std::memcmp(w.raw(), tiled.raw(), w.size_bytes()), 0);  // really reordered
         Tensor b = Random(DType::kF32, {n});
         for (int64_t t : {1, 5, 16, 70}) {
@@ -188,7 +207,7 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
   }
   CpuOps ref;
   Tensor w = Random(DType::kBF16, {n, 64});
-  Tensor tiled = tiled_copy(w);
+  Tensor tiled = RowTiled(w);
   Tensor x = Random(DType::kF32, {3, 64});
   Tensor want = backend_->NewTensor(DType::kF32, {3, n}),
          got = backend_->NewTensor(DType::kF32, {3, n});
@@ -209,13 +228,7 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
 // into separate scratch), several thread counts; a quantized part makes it fall back to
 // separate calls, as does the reference.
 TEST_F(FastCpuOpsTest, LinearManyIsBitwiseSeparateLinears) {
-  auto tiled_copy = [&](const Tensor& w) {
-    if (!cpu::DetectCpuFeatures().avx512) return w;
-    Tensor t = backend_->NewTensor(w.dtype(), w.shape());
-    PackRowTiles(static_cast<const uint8_t*>(w.raw()), static_cast<uint8_t*>(t.raw()), w.dim(0),
-                 RowBytes(w), 0, (w.dim(0) + kTileRows - 1) / kTileRows);
-    return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
-  };
+  const bool avx512 = cpu::DetectCpuFeatures().avx512;  // row tiles are for its kernels
   const int64_t k = 128;
   for (bool bf16_activations : {false, true}) {
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
@@ -224,28 +237,19 @@ TEST_F(FastCpuOpsTest, LinearManyIsBitwiseSeparateLinears) {
         std::vector<Tensor> b;
         for (int64_t n : {203, 37, 37}) {
           Tensor d = Random(dt, {n, k});
-          w.emplace_back(tiles ? tiled_copy(d) : d);
+          w.emplace_back(tiles && avx512 ? RowTiled(d) : d);
           b.push_back(Random(DType::kBF16, {n}));
         }
         for (int64_t t : {1, 5, 37}) {
           Tensor x = Random(DType::kF32, {t, k});
           for (int threads : {1, 2, 3}) {
             FastCpuOps ops(bf16_activations, threads);
-            std::vector<Tensor> want, got;
-            std::vector<Ops::LinearOut> parts;
-            for (size_t i = 0; i < w.size(); ++i) {
-              want.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
-              got.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
-              ops.Linear(x, w[i], i == 1 ? nullptr : &b[i], want[i]);
-            }
-            for (size_t i = 0; i < w.size(); ++i)
-              parts.push_back({&w[i], i == 1 ? nullptr : &b[i], &got[i]});
-            ops.LinearMany(x, parts);
-            for (size_t i = 0; i < w.size(); ++i)
-              ASSERT_TRUE(
-                  BitwiseEqual(got[i].data<float>(), want[i].data<float>(), t * w[i].rows()))
-                  << DTypeName(dt) << " tiles " << tiles << " T=" << t << " part " << i
-                  << " threads " << threads << " bf16_activations " << bf16_activations;
+            ExpectLinearManyMatchesSeparate(ops, x, w, b,
+                                            std::string(DTypeName(dt)) + " tiles " +
+                                                std::to_string(tiles) + " threads " +
+                                                std::to_string(threads) + " bf16_activations " +
+                                                std::to_string(bf16_activations));
+            if (HasFatalFailure()) return;
           }
         }
       }
@@ -266,20 +270,11 @@ TEST_F(FastCpuOpsTest, LinearManyIsBitwiseSeparateLinears) {
         Tensor x = Random(DType::kF32, {t, kq});
         for (int threads : {1, 3}) {
           FastCpuOps ops(bf16_activations, threads);
-          std::vector<Tensor> want, got;
-          std::vector<Ops::LinearOut> parts;
-          for (size_t i = 0; i < w.size(); ++i) {
-            want.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
-            got.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
-            ops.Linear(x, w[i], i == 1 ? nullptr : &b[i], want[i]);
-          }
-          for (size_t i = 0; i < w.size(); ++i)
-            parts.push_back({&w[i], i == 1 ? nullptr : &b[i], &got[i]});
-          ops.LinearMany(x, parts);
-          for (size_t i = 0; i < w.size(); ++i)
-            ASSERT_TRUE(BitwiseEqual(got[i].data<float>(), want[i].data<float>(), t * w[i].rows()))
-                << QuantTypeName(type) << " T=" << t << " part " << i << " threads " << threads
-                << " bf16_activations " << bf16_activations;
+          ExpectLinearManyMatchesSeparate(ops, x, w, b,
+                                          std::string(QuantTypeName(type)) + " threads " +
+                                              std::to_string(threads) + " bf16_activations " +
+                                              std::to_string(bf16_activations));
+          if (HasFatalFailure()) return;
         }
       }
     }

@@ -39,11 +39,21 @@ llb() {  # model, parallel sequences
     -t "$THREADS" 2>/dev/null | grep -E "^\|\s+128"
 }
 
+# Each xinfer figure twice: the default kernels (F32 activations), then --int8-activations
+# (x quantized to int8 per block of 32: llama.cpp's arithmetic for GGUF, vLLM's CPU one for AWQ).
+I8=--int8-activations
 for m in q4_0 q4_0-pure; do
   ll "$W/q05-$m.gguf"
-  xi "$m decode 1" --model "$W/q05-$m.gguf" --input-len 16 --output-len 128 --batch 1 --runs "$RUNS"
+  for f in "" $I8; do
+    xi "$m decode 1 $f" --model "$W/q05-$m.gguf" --input-len 16 --output-len 128 --batch 1 \
+      --runs "$RUNS" $f
+  done
+  ll "$W/q05-$m.gguf"
 done
-xi "awq decode 1" --model "$W/q05-awq" --input-len 16 --output-len 128 --batch 1 --runs "$RUNS"
-xi "awq decode 16" --model "$W/q05-awq" --input-len 128 --output-len 128 --batch 16 --runs 1
-xi "q4_0 decode 16" --model "$W/q05-q4_0.gguf" --input-len 128 --output-len 128 --batch 16 --runs 1
+for f in "" $I8; do
+  xi "awq decode 1 $f" --model "$W/q05-awq" --input-len 16 --output-len 128 --batch 1 --runs "$RUNS" $f
+  xi "awq decode 16 $f" --model "$W/q05-awq" --input-len 128 --output-len 128 --batch 16 --runs 1 $f
+  xi "q4_0 decode 16 $f" --model "$W/q05-q4_0.gguf" --input-len 128 --output-len 128 --batch 16 \
+    --runs 1 $f
+done
 llb "$W/q05-q4_0.gguf" 16

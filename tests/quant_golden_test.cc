@@ -122,6 +122,22 @@ TEST(GgufGoldenTest, Bf16GgufMatchesSafetensorsGolden) {
   ExpectMatchesGolden(**model, *backend, testing::SharedDir() + "/golden/logits/tiny-qwen3");
 }
 
+// `--int8-activations` (vLLM's CPU arithmetic for AWQ: x quantized to int8 per block of 32): the
+// logits stay within the int8-activation tolerance of the float64 reference, and the greedy
+// stories agree while the reference's top-2 gap exceeds it.
+TEST(AwqGoldenTest, TinyStoriesAwqWithInt8ActivationsStaysWithinInt8Tolerance) {
+  XI_REQUIRE_SHARED("models/tinystories-656k-awq");
+  XI_REQUIRE_SHARED("golden/logits/tinystories-656k-awq/golden.json");
+  auto backend = CreateCpuBackend({.int8_activations = true});
+  auto model = LoadCausalLM(testing::SharedDir() + "/models/tinystories-656k-awq", *backend);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const double diff = ExpectMatchesGolden(
+      **model, *backend, testing::SharedDir() + "/golden/logits/tinystories-656k-awq",
+      testing::kInt8ActivationLogitTolerance, testing::kInt8ActivationGapThreshold,
+      testing::kInt8ActivationRelativeTolerance);
+  std::printf("tinystories-656k-awq, int8 activations: max |logit - reference| %.4f\n", diff);
+}
+
 TEST(GgufGoldenTest, UnsupportedArchitectureIsNamed) {
   XI_REQUIRE_SHARED("golden/tokenizer/ggml-vocab-gpt-2.gguf");
   auto backend = CreateCpuBackend();
@@ -137,8 +153,12 @@ TEST(GgufGoldenTest, UnsupportedArchitectureIsNamed) {
 struct LlamaCppCase {
   std::string file;
   double tolerance;
+  // --int8-activations: Q4_0 / Q8_0 weights meet int8 activations, as in llama.cpp itself.
+  bool int8_activations = false;
 };
-void PrintTo(const LlamaCppCase& c, std::ostream* os) { *os << c.file; }
+void PrintTo(const LlamaCppCase& c, std::ostream* os) {
+  *os << c.file << (c.int8_activations ? " int8" : "");
+}
 
 class GgufLlamaCppTest : public ::testing::TestWithParam<LlamaCppCase> {};
 
@@ -153,7 +173,7 @@ TEST_P(GgufLlamaCppTest, Top10LogprobsMatchLlamaCpp) {
   const double tolerance = GetParam().tolerance;
   XI_REQUIRE_SHARED("models/" + file);
   XI_REQUIRE_SHARED("golden/logits/" + file + ".llamacpp.json");
-  auto backend = CreateCpuBackend();
+  auto backend = CreateCpuBackend({.int8_activations = GetParam().int8_activations});
   auto model = LoadCausalLM(testing::SharedDir() + "/models/" + file, *backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   json golden = ReadJson(testing::SharedDir() + "/golden/logits/" + file + ".llamacpp.json");
@@ -168,6 +188,9 @@ TEST_P(GgufLlamaCppTest, Top10LogprobsMatchLlamaCpp) {
       max_err = std::max(max_err, std::fabs(lp[id] - pair[1].get<double>()));
     }
     EXPECT_LT(max_err, tolerance);
+    std::printf("%s%s %s: max |log-prob - llama.cpp's| %.4f\n", file.c_str(),
+                GetParam().int8_activations ? " (int8 activations)" : "",
+                prompt["name"].get<std::string>().c_str(), max_err);
     const auto& top = prompt["top10_logprobs"];
     if (top[0][1].get<double>() - top[1][1].get<double>() > 2 * tolerance) {
       const auto argmax = std::max_element(lp.begin(), lp.end()) - lp.begin();
@@ -176,12 +199,17 @@ TEST_P(GgufLlamaCppTest, Top10LogprobsMatchLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedGguf, GgufLlamaCppTest,
-                         ::testing::Values(LlamaCppCase{"tiny-qwen3-bf16.gguf", kLogprobTolerance},
-                                           LlamaCppCase{"tiny-qwen3-q8_0.gguf", kLogprobTolerance},
-                                           LlamaCppCase{"tiny-qwen3-q4_0.gguf", kLogprobTolerance},
-                                           LlamaCppCase{"tiny-qwen3-kq-q4_k_m.gguf", 0.2}),
-                         [](const auto& info) { return testing::ParamName(info.param.file); });
+INSTANTIATE_TEST_SUITE_P(
+    SharedGguf, GgufLlamaCppTest,
+    ::testing::Values(LlamaCppCase{"tiny-qwen3-bf16.gguf", kLogprobTolerance},
+                      LlamaCppCase{"tiny-qwen3-q8_0.gguf", kLogprobTolerance},
+                      LlamaCppCase{"tiny-qwen3-q4_0.gguf", kLogprobTolerance},
+                      LlamaCppCase{"tiny-qwen3-kq-q4_k_m.gguf", 0.2},
+                      LlamaCppCase{"tiny-qwen3-q8_0.gguf", kLogprobTolerance, true},
+                      LlamaCppCase{"tiny-qwen3-q4_0.gguf", kLogprobTolerance, true}),
+    [](const auto& info) {
+      return testing::ParamName(info.param.file) + (info.param.int8_activations ? "_int8" : "");
+    });
 
 Weight DequantizedCopy(const Weight& w) {
   if (!w.quantized()) return w;

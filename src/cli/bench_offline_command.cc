@@ -33,6 +33,7 @@ struct BenchOptions {
   int runs = 3;
   std::string dtype = "auto";
   bool mmap_weights = false;
+  bool int8_activations = false;
   bool json = false;
 };
 
@@ -97,6 +98,7 @@ int Run(const BenchOptions& o) {
   cfg.threads = o.threads;
   cfg.dtype = o.dtype;
   cfg.mmap_weights = o.mmap_weights;
+  cfg.int8_activations = o.int8_activations;
   cfg.max_num_seqs = o.batch;
   cfg.max_model_len = o.input_len + o.output_len;
   cfg.max_num_batched_tokens = std::max(o.batch * o.input_len, o.input_len + o.output_len);
@@ -156,6 +158,7 @@ int Run(const BenchOptions& o) {
         {"isa", cpu::KernelIsaName()},
         {"dtype", o.dtype},
         {"mmap_weights", o.mmap_weights},
+        {"int8_activations", o.int8_activations},
         {"peak", prefill_roof.peak_name},
         {"read_gb_s", limits.read_gb_s},
         {"peak_f32_gflop_s", limits.f32_gflop_s},
@@ -206,6 +209,8 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "As serve's --dtype: auto, bfloat16 or float32")
       ->capture_default_str();
+  cmd->add_flag("--int8-activations", opts->int8_activations,
+                "As serve's --int8-activations: Q4_0/Q8_0/AWQ with int8 activations");
   cmd->add_flag("--mmap-weights", opts->mmap_weights,
                 "As serve's --mmap-weights: weights read from the mapped file (4 KiB pages)");
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");

@@ -83,6 +83,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   c = config;
   engine->backend_ = CreateCpuBackend({.num_threads = c.threads,
                                        .bf16_activations = c.bf16_activations(),
+                                       .int8_activations = c.int8_activations,
                                        .mmap_weights = c.mmap_weights});
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
                                                                    : Tokenizer::FromDir(c.model));

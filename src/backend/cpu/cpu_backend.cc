@@ -55,14 +55,16 @@ class HostBuffer : public Buffer {
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
-      : ops_(options.bf16_activations, options.num_threads),
+      : ops_(options.bf16_activations, options.num_threads, options.int8_activations),
+        int8_activations_(options.int8_activations),
         mmap_weights_(options.mmap_weights),
         weight_copy_limit_(options.weight_copy_limit_bytes) {}
   const char* name() const override { return "cpu"; }
   std::string description() const override {
     return std::string("cpu: kernels ") + cpu::KernelIsaName() + ", BF16 Linear path " +
-           cpu::Bf16PathName(ops_.bf16_path()) + ", " + std::to_string(ops_.num_threads()) +
-           " threads, weights " +
+           cpu::Bf16PathName(ops_.bf16_path()) +
+           (int8_activations_ ? ", int8 activations for Q4_0/Q8_0/AWQ" : "") + ", " +
+           std::to_string(ops_.num_threads()) + " threads, weights " +
            (mmap_weights_
                 ? std::string("read from the mapped file")
                 : std::string("copied to huge pages (THP ") + TransparentHugePageMode() + ")");
@@ -75,6 +77,7 @@ class CpuBackend : public Backend {
 
  private:
   FastCpuOps ops_;
+  bool int8_activations_;
   bool mmap_weights_;
   size_t weight_copy_limit_;
 };

@@ -19,21 +19,22 @@ const CpuFeatures& DetectCpuFeatures() {
                __builtin_cpu_supports("fma");
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
     f.avx512_vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi");
+    f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
 #endif
     // XINFER_ISA caps the ISA, to test the fallbacks on a newer machine: portable (the reference
-    // kernels only), avx512 (no AVX512-BF16/VBMI), avx2 or sse4 (Highway's kernels for that
+    // kernels only), avx512 (no AVX512-BF16/VBMI/VNNI), avx2 or sse4 (Highway's kernels for that
     // target instead of the hand-written AVX-512 ones).
     int64_t hwy_allowed = 0;
     const char* cap = std::getenv("XINFER_ISA");
     const bool portable = cap != nullptr && std::strcmp(cap, "portable") == 0;
     if (cap != nullptr) {
       if (portable) f = CpuFeatures{};
-      if (std::strcmp(cap, "avx512") == 0) f.avx512_bf16 = f.avx512_vbmi = false;
+      if (std::strcmp(cap, "avx512") == 0) f.avx512_bf16 = f.avx512_vbmi = f.avx512_vnni = false;
       if (std::strcmp(cap, "avx2") == 0) hwy_allowed = HWY_AVX2 | HWY_SSE4 | HWY_SSSE3;
       if (std::strcmp(cap, "sse4") == 0) hwy_allowed = HWY_SSE4 | HWY_SSSE3;
     }
     if (hwy_allowed != 0) {
-      f.avx512 = f.avx512_bf16 = f.avx512_vbmi = false;
+      f.avx512 = f.avx512_bf16 = f.avx512_vbmi = f.avx512_vnni = false;
       hwy::DisableTargets(~(hwy_allowed | HWY_EMU128 | HWY_SCALAR));
     }
     f.simd = !portable && simd::Available();

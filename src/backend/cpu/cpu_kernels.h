@@ -19,6 +19,7 @@ struct CpuFeatures {
   bool avx512 = false;       // AVX-512 F/BW/DQ/VL (+FMA, F16C)
   bool avx512_bf16 = false;  // vdpbf16ps
   bool avx512_vbmi = false;  // vpermt2b
+  bool avx512_vnni = false;  // vpdpbusd
   bool avx2 = false;         // AVX2 + FMA + F16C
   // Highway (cpu_kernels_hwy.cc) found a SIMD target on this CPU (SSE4, AVX2, NEON, SVE, ...):
   // FastCpuOps then runs the portable SIMD kernels where the AVX-512 ones do not apply.
@@ -75,6 +76,12 @@ struct QuantLinearTask {
   const uint16_t* xs = nullptr;
   int64_t ldxs = 0;
   bool hi_only = false;
+  // For QuantLinearInt8 only: x quantized to int8 per block of 32 (Int8PrepareX): xq [T, ldxq]
+  // values and xaux [T, ldxaux] lane scales and corrections.
+  const int8_t* xq = nullptr;
+  int64_t ldxq = 0;
+  const float* xaux = nullptr;
+  int64_t ldxaux = 0;
   const QuantTensor* w = nullptr;
   const float* bias = nullptr;
   float* out = nullptr;
@@ -175,6 +182,17 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
                         uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum, bool hi_only);
 void QuantLinearNibbleBf16(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
+// Q4_0, Q8_0 and AWQ g128 with int8 activations and vpdpbusd (cpu_kernels_int8_avx512.cc;
+// llama.cpp's arithmetic, `--int8-activations`): CPUs with AVX512-VNNI (and -VBMI for Q4_0); K a
+// multiple of 128 (Q4_0, AWQ) or 64 (Q8_0).
+bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& features);
+// Floats of xaux per row of x for weights of `type` with K = k.
+int64_t Int8AuxPerRow(QuantType type, int64_t k);
+// Quantizes rows of x [rows, k] to int8 blocks of 32 into the kernel's layout for weights of
+// `type`: xq [rows, ldxq >= k], aux [rows, ldaux >= Int8AuxPerRow].
+void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq,
+                  int64_t ldxq, float* aux, int64_t ldaux);
+void QuantLinearInt8(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 void LinearBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights widened to F32 without shuffles: a 64-byte load of 32 BF16 gives the even

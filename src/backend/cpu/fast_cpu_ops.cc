@@ -25,10 +25,11 @@ int64_t MinUnits(int64_t min_cost, int64_t unit_cost) {
 
 }  // namespace
 
-FastCpuOps::FastCpuOps(bool bf16_activations, int num_threads)
+FastCpuOps::FastCpuOps(bool bf16_activations, int num_threads, bool int8_activations)
     : CpuOps(num_threads),
       features_(cpu::DetectCpuFeatures()),
-      bf16_path_(cpu::SelectBf16Path(features_, bf16_activations)) {
+      bf16_path_(cpu::SelectBf16Path(features_, bf16_activations)),
+      int8_activations_(int8_activations) {
   if (features_.avx512) cpu::avx512::QuantKernelTablesInit();
 }
 
@@ -194,7 +195,7 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
 }
 
 void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
-  if (LinearManyNibbleBf16(x, parts)) return;
+  if (LinearManyQuant(x, parts)) return;
   // One kernel family for all parts, or each part on its own.
   DenseKernel kind = DenseKernel::kReference;
   bool same = !parts.empty() && parts.size() <= kMaxLinearParts;
@@ -235,15 +236,26 @@ void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
                    });
 }
 
-// AWQ g128 / Q4_0 parts that all take the vdpbf16ps 4-bit kernel: one job, x split into BF16
-// halves once.
-bool FastCpuOps::LinearManyNibbleBf16(const Tensor& x, std::span<const LinearOut> parts) {
-  if (parts.empty() || parts.size() > kMaxLinearParts || !features_.avx512) return false;
+bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
+  return int8_activations_ && features_.avx512 && cpu::avx512::Int8DotSupports(w, features_);
+}
+
+FastCpuOps::QuantKernel FastCpuOps::QuantKernelFor(const QuantTensor& w) const {
+  if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w)) return QuantKernel::kOther;
+  if (UsesInt8Activations(w)) return QuantKernel::kInt8;
+  if (cpu::avx512::NibbleBf16Supports(w, features_)) return QuantKernel::kNibbleBf16;
+  return QuantKernel::kOther;
+}
+
+// Quantized parts that all take the vdpbf16ps 4-bit kernel (AWQ g128 / Q4_0), or all the int8
+// one, with one x layout (same format and K): one job, x prepared once.
+bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> parts) {
+  if (parts.empty() || parts.size() > kMaxLinearParts || !parts[0].w->quantized()) return false;
+  const QuantKernel kind = QuantKernelFor(parts[0].w->quant());
+  if (kind == QuantKernel::kOther) return false;
   for (const LinearOut& p : parts)
     if (!p.w->quantized() || p.w->quant().type != parts[0].w->quant().type ||
-        p.w->quant().cols != parts[0].w->quant().cols ||
-        !cpu::avx512::QuantKernelSupports(p.w->quant()) ||
-        !cpu::avx512::NibbleBf16Supports(p.w->quant(), features_))
+        p.w->quant().cols != parts[0].w->quant().cols || QuantKernelFor(p.w->quant()) != kind)
       return false;
   std::array<cpu::QuantLinearTask, kMaxLinearParts> tasks;
   std::array<int64_t, kMaxLinearParts + 1> unit_start{};
@@ -255,19 +267,31 @@ bool FastCpuOps::LinearManyNibbleBf16(const Tensor& x, std::span<const LinearOut
     unit_start[i + 1] = unit_start[i] + CeilDiv(parts[i].w->quant().rows, 16);
   }
   const int64_t k = parts[0].w->quant().cols;
-  PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
+  if (kind == QuantKernel::kInt8) {
+    PrepareInt8X(x, parts[0].w->quant().type, t_rows, tasks[0]);
+  } else {
+    PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
+  }
   for (size_t i = 1; i < parts.size(); ++i) {
     tasks[i].hi_only = tasks[0].hi_only;
     tasks[i].xs = tasks[0].xs;
     tasks[i].ldxs = tasks[0].ldxs;
     tasks[i].xsum = tasks[0].xsum;
     tasks[i].ldxsum = tasks[0].ldxsum;
+    tasks[i].xq = tasks[0].xq;
+    tasks[i].ldxq = tasks[0].ldxq;
+    tasks[i].xaux = tasks[0].xaux;
+    tasks[i].ldxaux = tasks[0].ldxaux;
   }
   ForEachPartRange(std::span(unit_start.data(), parts.size() + 1),
                    MinUnits(kMinParallelMacs, 16 * t_rows * k),
                    [&](size_t i, int64_t u0, int64_t u1) {
-                     cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, u0 * 16,
-                                                        std::min(tasks[i].ldo, u1 * 16));
+                     const int64_t n0 = u0 * 16, n1 = std::min(tasks[i].ldo, u1 * 16);
+                     if (kind == QuantKernel::kInt8) {
+                       cpu::avx512::QuantLinearInt8(tasks[i], 0, t_rows, n0, n1);
+                     } else {
+                       cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
+                     }
                    });
   return true;
 }
@@ -284,6 +308,14 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
   if (t_rows == 0) return;
   if (!avx512) return QuantLinearSimd(task, t_rows);
   const int64_t k = w.cols, n = w.rows;
+  // Q4_0, Q8_0 and AWQ g128 with int8 activations (--int8-activations) on AVX512-VNNI CPUs.
+  if (UsesInt8Activations(w)) {
+    PrepareInt8X(x, w.type, t_rows, task);
+    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
+      cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
+    });
+    return;
+  }
   // AWQ g128 and Q4_0 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves, or with
   // BF16 activations (the hi halves only) under --dtype bfloat16.
   if (cpu::avx512::NibbleBf16Supports(w, features_)) {
@@ -385,6 +417,22 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
     cpu::avx512::NibbleBf16PrepareX(type, x.data<float>() + r0 * k, r1 - r0, k, k,
                                     xb_.data() + r0 * task.ldxs, task.ldxs,
                                     xsum_.data() + r0 * task.ldxsum, task.ldxsum, task.hi_only);
+  });
+}
+
+void FastCpuOps::PrepareInt8X(const Tensor& x, QuantType type, int64_t t_rows,
+                              cpu::QuantLinearTask& task) {
+  const int64_t k = task.ldx;
+  task.ldxq = k;
+  task.ldxaux = cpu::avx512::Int8AuxPerRow(type, k);
+  if (xq_.size() < static_cast<size_t>(t_rows * task.ldxq)) xq_.resize(t_rows * task.ldxq);
+  if (xaux_.size() < static_cast<size_t>(t_rows * task.ldxaux)) xaux_.resize(t_rows * task.ldxaux);
+  task.xq = xq_.data();
+  task.xaux = xaux_.data();
+  ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
+    cpu::avx512::Int8PrepareX(type, x.data<float>() + r0 * k, r1 - r0, k, k,
+                              xq_.data() + r0 * task.ldxq, task.ldxq,
+                              xaux_.data() + r0 * task.ldxaux, task.ldxaux);
   });
 }
 

@@ -18,9 +18,13 @@ namespace xinfer {
 
 class FastCpuOps : public CpuOps {
  public:
-  // bf16_activations: see CpuBackendOptions; num_threads: see CpuOps.
-  explicit FastCpuOps(bool bf16_activations = false, int num_threads = 0);
+  // bf16_activations, int8_activations: see CpuBackendOptions; num_threads: see CpuOps.
+  explicit FastCpuOps(bool bf16_activations = false, int num_threads = 0,
+                      bool int8_activations = false);
   cpu::Bf16Path bf16_path() const { return bf16_path_; }
+  // Whether QuantLinear runs `w` with int8 activations (vpdpbusd): int8_activations was asked
+  // for and the CPU and the format allow it (Q4_0 / Q8_0 / AWQ g128 on AVX512-VNNI).
+  bool UsesInt8Activations(const QuantTensor& w) const;
   // Whether Linear runs `w` on the AVX-512 kernels, which read weights stored in row tiles
   // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.
   // XINFER_ROW_TILES=0 keeps row-major weights (A/B measurements).
@@ -59,8 +63,14 @@ class FastCpuOps : public CpuOps {
   // x split into BF16 halves (and its group sums) for the vdpbf16ps 4-bit kernel.
   void PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_rows,
                           cpu::QuantLinearTask& task);
-  // LinearMany of AWQ g128 / Q4_0 parts that all take that kernel; false: not applicable.
-  bool LinearManyNibbleBf16(const Tensor& x, std::span<const LinearOut> parts);
+  // x quantized to int8 blocks (and its lane scales and corrections) for QuantLinearInt8.
+  void PrepareInt8X(const Tensor& x, QuantType type, int64_t t_rows, cpu::QuantLinearTask& task);
+  // The 4-bit / int8 kernels that run quantized weights as one job with x prepared once.
+  enum class QuantKernel { kOther, kNibbleBf16, kInt8 };
+  QuantKernel QuantKernelFor(const QuantTensor& w) const;
+  // LinearMany of quantized parts that all take the same such kernel (vdpbf16ps 4-bit or int8)
+  // on the same x layout; false: not applicable.
+  bool LinearManyQuant(const Tensor& x, std::span<const LinearOut> parts);
   // QuantLinear with Highway's kernels (CPUs without AVX-512, or formats it lacks).
   void QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows);
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
@@ -85,9 +95,12 @@ class FastCpuOps : public CpuOps {
 
   cpu::CpuFeatures features_;
   cpu::Bf16Path bf16_path_;
+  bool int8_activations_;
   std::vector<uint16_t> xb_;
   std::vector<float> xp_;
   std::vector<float> xsum_;  // per-block sums of x for the 4-bit kernels
+  std::vector<int8_t> xq_;   // x quantized to int8 (QuantLinearInt8)
+  std::vector<float> xaux_;  // its lane scales and corrections
   std::vector<float> bias_;
   static constexpr size_t kMaxLinearParts = 4;
   std::array<std::vector<float>, kMaxLinearParts> part_bias_;  // LinearMany's converted biases

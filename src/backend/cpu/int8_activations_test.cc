@@ -1,0 +1,216 @@
+// GGUF Q4_0 / Q8_0 and AWQ g128 with int8 activations (cpu_kernels_int8_avx512.cc,
+// `--int8-activations`): the kernel against a plain evaluation written from the formats'
+// description (x quantized per block of 32 to d = max|x| / 127 and q = round(x / d); exact integer
+// block dots; scaled sums in double), bitwise batch and thread invariance, and LinearMany against
+// separate calls.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/fast_cpu_ops.h"
+#include "backend/cpu/quant_test_util.h"
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
+
+namespace xinfer {
+namespace {
+
+// One block of 32 x values as llama.cpp's quantize_row_q8_0 rounds it (d kept in F32).
+void QuantizeXBlock(const float* x, float& d, int8_t q[32]) {
+  float amax = 0;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  d = amax / 127.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  for (int i = 0; i < 32; ++i)
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * id), -127.f, 127.f));
+}
+
+// Weight block b (32 elements) of row r as integers and its scale: Q4_0 (d F16, 16 bytes: element
+// j in the low nibble of byte j, element j + 16 in the high one, value q - 8), Q8_0 (d F16, 32
+// int8), AWQ4 (byte i: element 2i low, 2i + 1 high; value q - z, the group's zero point and scale).
+void WeightBlock(const QuantTensor& w, int64_t r, int64_t b, float& d, int q[32]) {
+  if (w.type == QuantType::kAwq4) {
+    const int64_t groups = w.cols / w.group_size, g = 32 * b / w.group_size;
+    d = w.scales.data<float>()[r * groups + g];
+    const int z = static_cast<int>(w.zeros.data<float>()[r * groups + g]);
+    for (int j = 0; j < 32; ++j) {
+      const int64_t e = 32 * b + j;
+      const uint8_t byte = w.row(r)[e / 2];
+      q[j] = (e % 2 == 0 ? byte & 15 : byte >> 4) - z;
+    }
+    return;
+  }
+  const uint8_t* p = w.row(r) + b * (w.type == QuantType::kQ4_0 ? 18 : 34);
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  d = F16ToF32(h);
+  for (int j = 0; j < 32; ++j) {
+    if (w.type == QuantType::kQ4_0) {
+      q[j] = (j < 16 ? p[2 + j] & 15 : p[2 + j - 16] >> 4) - 8;
+    } else {
+      q[j] = static_cast<int8_t>(p[2 + j]);
+    }
+  }
+}
+
+class Int8ActivationsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+    if (!f.avx512 || !f.avx512_vnni || !f.avx512_vbmi)
+      GTEST_SKIP() << "the int8-activation kernels need AVX512-VNNI and -VBMI";
+  }
+  Tensor RandomX(int64_t t, int64_t k, float scale = 1.f) {
+    Tensor x = backend_->NewTensor(DType::kF32, {t, k});
+    std::normal_distribution<float> dist(0.f, scale);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng_);
+    return x;
+  }
+  static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
+    return std::memcmp(a, b, n * sizeof(float)) == 0;
+  }
+
+  std::unique_ptr<Backend> backend_ = CreateCpuBackend();
+  std::mt19937 rng_{11};
+};
+
+TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvariant) {
+  struct Case {
+    QuantType type;
+    int64_t k;
+  };
+  for (Case c :
+       {Case{QuantType::kQ4_0, 128}, Case{QuantType::kQ4_0, 896}, Case{QuantType::kQ8_0, 64},
+        Case{QuantType::kQ8_0, 192}, Case{QuantType::kQ8_0, 896}, Case{QuantType::kAwq4, 128},
+        Case{QuantType::kAwq4, 896}}) {
+    const std::string label = std::string(QuantTypeName(c.type)) + " K=" + std::to_string(c.k);
+    const int64_t t = 19, n = 77;  // tails of the 4 x 4 tiles in both directions
+    QuantTensor w = MakeQuant(*backend_, c.type, n, c.k, static_cast<uint32_t>(c.k), nullptr, 128);
+    Tensor x = RandomX(t, c.k);
+    // A row of zeros (d = 0) and a row with one large value (the others round to 0 or +-1).
+    std::fill_n(x.data<float>() + 3 * c.k, c.k, 0.f);
+    x.data<float>()[5 * c.k + 7] = 1000.f;
+    Tensor bias = RandomX(1, n);
+    FastCpuOps ops(false, 2, /*int8_activations=*/true);
+    ASSERT_TRUE(ops.UsesInt8Activations(w)) << label;
+    Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+    ops.QuantLinear(x, w, &bias, full);
+
+    const int64_t blocks = c.k / 32;
+    for (int64_t i = 0; i < t; ++i) {
+      std::vector<float> xd(blocks);
+      std::vector<int8_t> xq(c.k);
+      for (int64_t b = 0; b < blocks; ++b)
+        QuantizeXBlock(x.data<float>() + i * c.k + 32 * b, xd[b], &xq[32 * b]);
+      for (int64_t r = 0; r < n; ++r) {
+        double want = bias.data<float>()[r], mag = std::fabs(want);
+        for (int64_t b = 0; b < blocks; ++b) {
+          float wd;
+          int wq[32];
+          WeightBlock(w, r, b, wd, wq);
+          int64_t dot = 0;
+          for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(wq[j]) * xq[32 * b + j];
+          const double term = static_cast<double>(wd) * xd[b] * static_cast<double>(dot);
+          want += term;
+          mag += std::fabs(term);
+        }
+        ASSERT_NEAR(full.data<float>()[i * n + r], want, 1e-5 * mag + 1e-6)
+            << label << " row " << i << " col " << r;
+      }
+    }
+    // The zero row gives the bias exactly.
+    ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
+
+    for (int threads : {1, 3}) {
+      FastCpuOps ops_n(false, threads, true);
+      for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
+        for (int64_t r = 0; r < t; r += chunk) {
+          const int64_t e = std::min(t, r + chunk);
+          Tensor xs = backend_->NewTensor(DType::kF32, {e - r, c.k});
+          std::memcpy(xs.raw(), x.data<float>() + r * c.k, (e - r) * c.k * sizeof(float));
+          Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+          ops_n.QuantLinear(xs, w, &bias, ys);
+          ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+              << label << " rows " << r << ".." << e << " threads " << threads;
+        }
+      }
+    }
+  }
+}
+
+// Without the option, and for formats the int8 kernel does not take, nothing changes: the
+// results are bitwise those of the default ops.
+TEST_F(Int8ActivationsTest, OnlyQ4_0Q8_0AndAwqG128WithTheOptionTakeIt) {
+  FastCpuOps plain(false, 2), int8(false, 2, true);
+  const int64_t t = 5, n = 40, k = 256;
+  struct Case {
+    QuantType type;
+    int64_t group;
+    bool takes;
+  };
+  for (Case c : {Case{QuantType::kQ4_0, 32, true}, Case{QuantType::kQ8_0, 32, true},
+                 Case{QuantType::kAwq4, 128, true}, Case{QuantType::kAwq4, 64, false},
+                 Case{QuantType::kQ4_K, 32, false}}) {
+    const QuantType type = c.type;
+    QuantTensor w = MakeQuant(*backend_, type, n, k, 5, nullptr, c.group);
+    const bool takes = c.takes;
+    EXPECT_FALSE(plain.UsesInt8Activations(w));
+    EXPECT_EQ(int8.UsesInt8Activations(w), takes) << QuantTypeName(type);
+    Tensor x = RandomX(t, k);
+    Tensor a = backend_->NewTensor(DType::kF32, {t, n}),
+           b = backend_->NewTensor(DType::kF32, {t, n});
+    plain.QuantLinear(x, w, nullptr, a);
+    int8.QuantLinear(x, w, nullptr, b);
+    EXPECT_EQ(BitwiseEqual(a.data<float>(), b.data<float>(), t * n), !takes)
+        << QuantTypeName(type) << " g" << c.group;
+  }
+  // Q4_0 with K not a multiple of 128 keeps the F32-activation kernel.
+  QuantTensor odd = MakeQuant(*backend_, QuantType::kQ4_0, n, 96, 5, nullptr);
+  EXPECT_FALSE(int8.UsesInt8Activations(odd));
+}
+
+// q/k/v-like parts (one format, same K) run as one job with x quantized once: bitwise the
+// separate calls; a Q8_0 part beside Q4_0 ones (another x layout) falls back to separate calls.
+TEST_F(Int8ActivationsTest, LinearManyIsBitwiseSeparateCalls) {
+  const int64_t k = 256;
+  for (int mix = 0; mix < 3; ++mix) {
+    std::vector<Weight> w;
+    std::vector<Tensor> b;
+    int64_t i = 0;
+    for (int64_t n : {203, 37, 40}) {
+      QuantType type = mix == 2 ? QuantType::kAwq4 : QuantType::kQ4_0;
+      if (mix == 1 && i++ == 2) type = QuantType::kQ8_0;
+      w.emplace_back(MakeQuant(*backend_, type, n, k, static_cast<uint32_t>(n), nullptr, 128));
+      b.push_back(RandomX(1, n));
+    }
+    for (int64_t t : {1, 5, 9}) {
+      Tensor x = RandomX(t, k);
+      for (int threads : {1, 3}) {
+        FastCpuOps ops(false, threads, true);
+        std::vector<Tensor> want, got;
+        std::vector<Ops::LinearOut> parts;
+        for (size_t p = 0; p < w.size(); ++p) {
+          want.push_back(backend_->NewTensor(DType::kF32, {t, w[p].rows()}));
+          got.push_back(backend_->NewTensor(DType::kF32, {t, w[p].rows()}));
+          ops.Linear(x, w[p], p == 1 ? nullptr : &b[p], want[p]);
+        }
+        for (size_t p = 0; p < w.size(); ++p)
+          parts.push_back({&w[p], p == 1 ? nullptr : &b[p], &got[p]});
+        ops.LinearMany(x, parts);
+        for (size_t p = 0; p < w.size(); ++p)
+          ASSERT_TRUE(BitwiseEqual(got[p].data<float>(), want[p].data<float>(), t * w[p].rows()))
+              << "mix " << mix << " T=" << t << " threads " << threads << " part " << p;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -104,13 +104,16 @@ BENCHMARK(BM_Linear)
     ->ArgNames({"T", "N", "K", "dtype", "path", "tiles"})
     ->UseRealTime();
 
-// Args: T, N, K, type (0 Q8_0, 1 Q4_0, 2 AWQ4-g128), reference (1: portable kernels).
+// Args: T, N, K, type (0 Q8_0, 1 Q4_0, 2 AWQ4-g128), path (0: FastCpuOps, 1: the portable
+// reference, 2: FastCpuOps with int8 activations, i.e. `--int8-activations`).
 void BM_QuantLinear(benchmark::State& state) {
   const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
   const QuantType type = state.range(3) == 0   ? QuantType::kQ8_0
                          : state.range(3) == 1 ? QuantType::kQ4_0
                                                : QuantType::kAwq4;
-  const std::unique_ptr<Ops> ops_ptr = MakeOps(state.range(4) != 0);
+  const std::unique_ptr<Ops> ops_ptr = state.range(4) == 2
+                                           ? std::make_unique<FastCpuOps>(false, Threads(), true)
+                                           : MakeOps(state.range(4) == 1);
   Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
   // AWQ4 with group 128, as Qwen's AWQ checkpoints.
@@ -127,17 +130,19 @@ void BM_QuantLinear(benchmark::State& state) {
 }
 
 void QuantLinearArgs(benchmark::internal::Benchmark* b) {
-  for (int type : {2, 1, 0}) {
-    for (int t : {1, 16, 64}) {
-      b->Args({t, 4864, 896, type, 0});  // gate/up
-      b->Args({t, 896, 4864, type, 0});  // down
+  for (int path : {0, 2}) {
+    for (int type : {2, 1, 0}) {
+      for (int t : {1, 16, 64}) {
+        b->Args({t, 4864, 896, type, path});  // gate/up
+        b->Args({t, 896, 4864, type, path});  // down
+      }
+      b->Args({1, 151936, 896, type, path});  // lm_head (streams from DRAM)
     }
-    b->Args({1, 151936, 896, type, 0});  // lm_head (streams from DRAM)
   }
 }
 BENCHMARK(BM_QuantLinear)
     ->Apply(QuantLinearArgs)
-    ->ArgNames({"T", "N", "K", "type", "ref"})
+    ->ArgNames({"T", "N", "K", "type", "path"})
     ->UseRealTime();
 
 // Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.

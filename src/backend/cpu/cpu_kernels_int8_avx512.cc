@@ -157,6 +157,16 @@ struct Int8StepFormat<QuantType::kAwq4> {
   }
 };
 
+// The tiles stream a linear range (4 short rows side by side) and do ~2x less work per byte than
+// the F32/BF16-activation quantized tiles, so the kQuantPrefetchBytes scheme (4 KiB ahead into
+// L1) left them waiting on DRAM: perf put the stalls on each step's first load. 8 KiB ahead into
+// L2 (prefetcht1): pure Q4_0 decode of the 0.5B shape 104-108 -> 111-116 tok/s at ~36 GB/s
+// (interleaved runs; 6-12 KiB alike, 16 KiB worse), docs/performance.md.
+constexpr int64_t kInt8PrefetchBytes = 8192;
+inline void PrefetchRangeL2(const void* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 2);
+}
+
 template <QuantType QT, int MR, int NR>
 void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int64_t n) {
   using F = Int8StepFormat<QT>;
@@ -172,7 +182,7 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   const int64_t steps = p.row_bytes / F::kBytes;
   for (int64_t s = 0; s < steps; ++s) {
-    PrefetchRange(rows[0].q + kQuantPrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
+    PrefetchRangeL2(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       __m512i u[F::kVecs];

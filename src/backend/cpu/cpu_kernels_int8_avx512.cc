@@ -80,7 +80,10 @@ struct Int8StepFormat<QuantType::kQ4_0> {
     return _mm512_setr_epi32(0, 0, 9 | 9 << 16, 9 | 9 << 16, 18 | 18 << 16, 18 | 18 << 16,
                              27 | 27 << 16, 27 | 27 << 16, 0, 0, 0, 0, 0, 0, 0, 0);
   }
-  static void Unpack(const Row& row, int64_t s, __m512i u[2], __m512& dw, __m512&) {
+  struct Scales {
+    __m512 dw;
+  };
+  static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
     const uint8_t* p = row.q + s * kBytes;
     const __m512i v =
         _mm512_permutex2var_epi8(_mm512_loadu_si512(p), _mm512_load_si512(kQ4_0NibbleIndex.data()),
@@ -88,12 +91,14 @@ struct Int8StepFormat<QuantType::kQ4_0> {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     u[0] = _mm512_and_si512(v, low4);
     u[1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-    dw = _mm512_cvtph_ps(
+    sc.dw = _mm512_cvtph_ps(
         _mm512_castsi512_si256(_mm512_permutexvar_epi16(ScaleIndex(), _mm512_loadu_si512(p))));
   }
   // aux: lane scales, then int32 corrections (-8 x the lane's x sum) that start the dot.
   static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
-  static __m512 Finish(__m512i a, const float*, __m512) { return _mm512_cvtepi32_ps(a); }
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dw, _mm512_loadu_ps(aux)), acc);
+  }
 };
 
 template <>
@@ -110,19 +115,24 @@ struct Int8StepFormat<QuantType::kQ8_0> {
     return _mm512_setr_epi32(0, 0, 0, 0, 17 | 17 << 16, 17 | 17 << 16, 17 | 17 << 16, 17 | 17 << 16,
                              0, 0, 0, 0, 0, 0, 0, 0);
   }
-  static void Unpack(const Row& row, int64_t s, __m512i u[1], __m512& dw, __m512&) {
+  struct Scales {
+    __m512 dw;
+  };
+  static void Unpack(const Row& row, int64_t s, __m512i u[1], Scales& sc) {
     const uint8_t* p = row.q + s * kBytes;
     const __m512i q = _mm512_inserti64x4(
         _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2))),
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36)), 1);
     u[0] = _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
     // The 64 bytes from p lie inside the step's 68.
-    dw = _mm512_cvtph_ps(
+    sc.dw = _mm512_cvtph_ps(
         _mm512_castsi512_si256(_mm512_permutexvar_epi16(ScaleIndex(), _mm512_loadu_si512(p))));
   }
   // aux: lane scales, then int32 corrections (-128 x the lane's x sum) that start the dot.
   static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
-  static __m512 Finish(__m512i a, const float*, __m512) { return _mm512_cvtepi32_ps(a); }
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    return Int8StepFormat<QuantType::kQ4_0>::Update(acc, a, {sc.dw}, aux);
+  }
 };
 
 // AWQ g128: a step is one group (64 bytes; byte i holds element 2i in its low nibble, 2i + 1 in
@@ -142,18 +152,135 @@ struct Int8StepFormat<QuantType::kAwq4> {
   static Row RowOf(const PreparedQuant& p, int64_t r) {
     return {p.q + r * p.row_bytes, p.scales + r * p.groups, p.zeros + r * p.groups};
   }
-  static void Unpack(const Row& row, int64_t s, __m512i u[2], __m512& dw, __m512& z) {
+  struct Scales {
+    __m512 dw, z;
+  };
+  static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
     const __m512i v = _mm512_loadu_si512(row.q + s * kBytes);
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     u[0] = _mm512_and_si512(v, low4);
     u[1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-    dw = _mm512_set1_ps(row.scales[s]);
-    z = _mm512_set1_ps(row.zeros[s]);
+    sc.dw = _mm512_set1_ps(row.scales[s]);
+    sc.z = _mm512_set1_ps(row.zeros[s]);
   }
   static __m512i DotStart(const float*) { return _mm512_setzero_si512(); }
   // aux: lane scales, then the lanes' x sums (F32).
-  static __m512 Finish(__m512i a, const float* aux, __m512 z) {
-    return _mm512_fnmadd_ps(z, _mm512_loadu_ps(aux + 16), _mm512_cvtepi32_ps(a));
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    const __m512 dot = _mm512_fnmadd_ps(sc.z, _mm512_loadu_ps(aux + 16), _mm512_cvtepi32_ps(a));
+    return _mm512_fmadd_ps(dot, _mm512_mul_ps(sc.dw, _mm512_loadu_ps(aux)), acc);
+  }
+};
+
+// Q5_0 (22 bytes per block of 32: F16 d, 32 bits qh, 16 nibble bytes; value (q | h << 4) - 16):
+// Q4_0's step of 4 blocks (88 bytes) and x layout; the 5th bits come from the blocks' qh words as
+// two 64-bit masks (bit 16b + j: block b's element j, or j + 16), OR-ed in as 16 per byte.
+// Loads: bytes 0..63 and 24..87 of the step (vpermt2b index 64 + i - 24 for byte i >= 64).
+constexpr uint8_t Q5At(int i) { return static_cast<uint8_t>(i < 64 ? i : 64 + i - 24); }
+alignas(64) constexpr std::array<uint8_t, 64> kQ5_0NibbleIndex = [] {
+  std::array<uint8_t, 64> idx{};
+  for (int b = 0; b < 4; ++b)
+    for (int j = 0; j < 16; ++j) idx[16 * b + j] = Q5At(22 * b + 6 + j);
+  return idx;
+}();
+// Bytes 0..7: the low 16 bits of qh of blocks 0..3 (mask of the low nibbles); 8..15: the high.
+alignas(64) constexpr std::array<uint8_t, 64> kQ5_0HighBitIndex = [] {
+  std::array<uint8_t, 64> idx{};
+  for (int b = 0; b < 4; ++b)
+    for (int j = 0; j < 2; ++j) {
+      idx[2 * b + j] = Q5At(22 * b + 2 + j);
+      idx[8 + 2 * b + j] = Q5At(22 * b + 4 + j);
+    }
+  return idx;
+}();
+
+template <>
+struct Int8StepFormat<QuantType::kQ5_0> {
+  static constexpr int64_t kElems = 128;
+  static constexpr int64_t kBytes = 88;
+  static constexpr int kVecs = 2;
+  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
+  using Scales = Int8StepFormat<QuantType::kQ4_0>::Scales;
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
+  static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
+    const uint8_t* p = row.q + s * kBytes;
+    const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 24);
+    const __m512i v = _mm512_permutex2var_epi8(a, _mm512_load_si512(kQ5_0NibbleIndex.data()), b);
+    const __m128i qh = _mm512_castsi512_si128(
+        _mm512_permutex2var_epi8(a, _mm512_load_si512(kQ5_0HighBitIndex.data()), b));
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+    u[0] = _mm512_or_si512(_mm512_and_si512(v, low4),
+                           _mm512_maskz_mov_epi8(_cvtu64_mask64(_mm_cvtsi128_si64(qh)), bit4));
+    u[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4),
+                           _mm512_maskz_mov_epi8(_cvtu64_mask64(_mm_extract_epi64(qh, 1)), bit4));
+    // Lane l takes block l / 4's d: word 11b (block 3's, byte 66, is word 21 of the second load).
+    const __m512i scale_index =
+        _mm512_setr_epi32(0, 0, 11 | 11 << 16, 11 | 11 << 16, 22 | 22 << 16, 22 | 22 << 16,
+                          53 | 53 << 16, 53 | 53 << 16, 0, 0, 0, 0, 0, 0, 0, 0);
+    sc.dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(a, scale_index, b)));
+  }
+  // aux: lane scales, then int32 corrections (-16 x the lane's x sum) that start the dot.
+  static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    return Int8StepFormat<QuantType::kQ4_0>::Update(acc, a, sc, aux);
+  }
+};
+
+// Q4_K (144 bytes per 256: F16 d, F16 dmin, 12 bytes of 6-bit scales and mins, 128 nibble
+// bytes; value d * sc * q - dmin * m per sub-block of 32). A step is half a super-block: 64 nibble
+// bytes, whose low nibbles are sub-blocks 0 and 2 of the half (bytes 0..31, 32..63) and high
+// nibbles sub-blocks 1 and 3. The 128-bit quarters are regrouped so that lane group g (lanes
+// 4g..4g+3) of both vectors is sub-block kQ4KOrder[g] — the first vector its elements 0..15, the
+// second 16..31 — and the lane's scale and min are that sub-block's. x comes in the same order.
+constexpr int kQ4KOrder[4] = {0, 2, 1, 3};
+template <>
+struct Int8StepFormat<QuantType::kQ4_K> {
+  static constexpr int64_t kElems = 128;
+  static constexpr int64_t kBytes = 72;  // half of a 144-byte super-block
+  static constexpr int kVecs = 2;
+  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
+  struct Scales {
+    __m512 dsc, dmm;  // per lane: d * sc and dmin * m of its sub-block
+  };
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
+  static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
+    const uint8_t* block = row.q + (s / 2) * 144;
+    const int half = static_cast<int>(s % 2);
+    const __m512i v = _mm512_loadu_si512(block + 16 + 64 * half);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i lo = _mm512_and_si512(v, low4);
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+    u[0] = _mm512_shuffle_i64x2(lo, hi, 0x88);  // quarters lo 0, lo 2, hi 0, hi 2
+    u[1] = _mm512_shuffle_i64x2(lo, hi, 0xDD);  // lo 1, lo 3, hi 1, hi 3
+    // The 6-bit scales (bytes sc) and mins (bytes m) of sub-blocks 4 half .. 4 half + 3.
+    uint32_t w[3];
+    __builtin_memcpy(w, block + 4, 12);
+    uint32_t scs, mins;
+    if (half == 0) {
+      scs = w[0] & 0x3F3F3F3F;
+      mins = w[1] & 0x3F3F3F3F;
+    } else {
+      scs = (w[2] & 0x0F0F0F0F) | (((w[0] >> 6) & 0x03030303) << 4);
+      mins = ((w[2] >> 4) & 0x0F0F0F0F) | (((w[1] >> 6) & 0x03030303) << 4);
+    }
+    uint16_t d16, dmin16;
+    __builtin_memcpy(&d16, block, 2);
+    __builtin_memcpy(&dmin16, block + 2, 2);
+    const __m128 dd = _mm_cvtph_ps(_mm_set1_epi32(d16 | static_cast<uint32_t>(dmin16) << 16));
+    const __m128 sc4 =
+        _mm_mul_ps(_mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(scs)))),
+                   _mm_shuffle_ps(dd, dd, 0x00));
+    const __m128 m4 =
+        _mm_mul_ps(_mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(mins)))),
+                   _mm_shuffle_ps(dd, dd, 0x55));
+    const __m512i groups = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3);
+    sc.dsc = _mm512_permutexvar_ps(groups, _mm512_castps128_ps512(sc4));
+    sc.dmm = _mm512_permutexvar_ps(groups, _mm512_castps128_ps512(m4));
+  }
+  static __m512i DotStart(const float*) { return _mm512_setzero_si512(); }
+  // aux: lane scales dx, then dx x the lane's x sum (F32).
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dsc, _mm512_loadu_ps(aux)), acc);
+    return _mm512_fnmadd_ps(sc.dmm, _mm512_loadu_ps(aux + 16), acc);
   }
 };
 
@@ -186,8 +313,8 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       __m512i u[F::kVecs];
-      __m512 dw, z;
-      F::Unpack(rows[j], s, u, dw, z);
+      typename F::Scales sc;
+      F::Unpack(rows[j], s, u, sc);
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         const int8_t* xs = xq + i * t.ldxq + s * F::kElems;
@@ -196,8 +323,7 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
 #pragma GCC unroll 2
         for (int v = 0; v < F::kVecs; ++v)
           a = _mm512_dpbusd_epi32(a, u[v], _mm512_loadu_si512(xs + 64 * v));
-        acc[i][j] =
-            _mm512_fmadd_ps(F::Finish(a, as, z), _mm512_mul_ps(dw, _mm512_loadu_ps(as)), acc[i][j]);
+        acc[i][j] = F::Update(acc[i][j], a, sc, as);
       }
     }
   }
@@ -248,9 +374,19 @@ inline float QuantizeBlock(const float* x, bool even_odd, __m128i& first, __m128
 
 bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
   if (!f.avx512_vnni) return false;
-  if (w.type == QuantType::kQ4_0) return f.avx512_vbmi && w.cols % 128 == 0;
-  if (w.type == QuantType::kAwq4) return w.group_size == 128 && w.cols % 128 == 0;
-  return w.type == QuantType::kQ8_0 && w.cols % 64 == 0;
+  switch (w.type) {
+    case QuantType::kQ4_0:
+    case QuantType::kQ5_0:
+      return f.avx512_vbmi && w.cols % 128 == 0;
+    case QuantType::kAwq4:
+      return w.group_size == 128 && w.cols % 128 == 0;
+    case QuantType::kQ8_0:
+      return w.cols % 64 == 0;
+    case QuantType::kQ4_K:
+      return w.cols % 256 == 0;
+    default:
+      return false;
+  }
 }
 
 int64_t Int8AuxPerRow(QuantType type, int64_t k) {
@@ -259,12 +395,18 @@ int64_t Int8AuxPerRow(QuantType type, int64_t k) {
 
 void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq,
                   int64_t ldxq, float* aux, int64_t ldaux) {
-  const bool q8 = type == QuantType::kQ8_0, awq = type == QuantType::kAwq4;
+  const bool q8 = type == QuantType::kQ8_0, awq = type == QuantType::kAwq4,
+             q4k = type == QuantType::kQ4_K;
   const int64_t step = q8 ? 64 : 128;
   const int64_t blocks = step / 32;
   // vpdpbusd of the weights' offset (as unsigned bytes) with x gives offset x the lane's x sum:
-  // 8 for Q4_0, 128 for Q8_0; AWQ keeps the plain sum (offset 1) in F32.
-  const __m512i offset = _mm512_set1_epi8(q8 ? static_cast<char>(0x80) : awq ? 1 : 8);
+  // 8 for Q4_0, 16 for Q5_0, 128 for Q8_0 (int32 corrections); AWQ and Q4_K keep the plain sum
+  // (offset 1) in F32.
+  const char offset_byte = q8                         ? static_cast<char>(0x80)
+                           : type == QuantType::kQ4_0 ? 8
+                           : type == QuantType::kQ5_0 ? 16
+                                                      : 1;
+  const __m512i offset = _mm512_set1_epi8(offset_byte);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t s = 0; s < k / step; ++s) {
       const float* xs = x + r * ldx + s * step;
@@ -274,18 +416,23 @@ void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int
       for (int64_t b = 0; b < blocks; ++b) {
         __m128i first, second;
         const float d = QuantizeBlock(xs + 32 * b, awq, first, second);
-        int8_t* at_first = q8 ? qs + 32 * b : qs + 16 * b;
-        int8_t* at_second = q8 ? qs + 32 * b + 16 : qs + 64 + 16 * b;
+        // Q4_K: block b is lane group g with kQ4KOrder[g] == b (the order is its own inverse).
+        const int64_t g = q4k ? kQ4KOrder[b] : b;
+        int8_t* at_first = q8 ? qs + 32 * b : qs + 16 * g;
+        int8_t* at_second = q8 ? qs + 32 * b + 16 : qs + 64 + 16 * g;
         _mm_storeu_si128(reinterpret_cast<__m128i*>(at_first), first);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(at_second), second);
-        for (int64_t l = 0; l < 16 / blocks; ++l) lane_d[b * (16 / blocks) + l] = d;
+        for (int64_t l = 0; l < 16 / blocks; ++l) lane_d[g * (16 / blocks) + l] = d;
       }
-      _mm512_storeu_ps(as, _mm512_load_ps(lane_d));
+      const __m512 dx = _mm512_load_ps(lane_d);
+      _mm512_storeu_ps(as, dx);
       __m512i sum = _mm512_setzero_si512();
       for (int v = 0; v < (q8 ? 1 : 2); ++v)
         sum = _mm512_dpbusd_epi32(sum, offset, _mm512_loadu_si512(qs + 64 * v));
       if (awq) {
         _mm512_storeu_ps(as + 16, _mm512_cvtepi32_ps(sum));
+      } else if (q4k) {
+        _mm512_storeu_ps(as + 16, _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sum)));
       } else {
         _mm512_storeu_si512(as + 16, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
       }
@@ -298,6 +445,10 @@ void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n
     return QuantLinearInt8Impl<QuantType::kQ4_0>(t, t0, t1, n0, n1);
   if (t.w->type == QuantType::kAwq4)
     return QuantLinearInt8Impl<QuantType::kAwq4>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kQ5_0)
+    return QuantLinearInt8Impl<QuantType::kQ5_0>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kQ4_K)
+    return QuantLinearInt8Impl<QuantType::kQ4_K>(t, t0, t1, n0, n1);
   return QuantLinearInt8Impl<QuantType::kQ8_0>(t, t0, t1, n0, n1);
 }
 

@@ -241,8 +241,8 @@ bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
 }
 
 FastCpuOps::QuantKernel FastCpuOps::QuantKernelFor(const QuantTensor& w) const {
-  if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w)) return QuantKernel::kOther;
   if (UsesInt8Activations(w)) return QuantKernel::kInt8;
+  if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w)) return QuantKernel::kOther;
   if (cpu::avx512::NibbleBf16Supports(w, features_)) return QuantKernel::kNibbleBf16;
   return QuantKernel::kOther;
 }
@@ -298,6 +298,19 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
 
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
                              Tensor& out) {
+  const int64_t k = w.cols, n = w.rows;
+  // Q4_0, Q5_0, Q8_0, Q4_K and AWQ g128 with int8 activations (--int8-activations) on
+  // AVX512-VNNI CPUs.
+  if (UsesInt8Activations(w)) {
+    cpu::QuantLinearTask task;
+    const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
+    if (t_rows == 0) return;
+    PrepareInt8X(x, w.type, t_rows, task);
+    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
+      cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
+    });
+    return;
+  }
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
   // the AVX-512 kernels do not (Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K: Highway's AVX-512 target, not
   // the reference).
@@ -307,15 +320,6 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
   const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
   if (t_rows == 0) return;
   if (!avx512) return QuantLinearSimd(task, t_rows);
-  const int64_t k = w.cols, n = w.rows;
-  // Q4_0, Q8_0 and AWQ g128 with int8 activations (--int8-activations) on AVX512-VNNI CPUs.
-  if (UsesInt8Activations(w)) {
-    PrepareInt8X(x, w.type, t_rows, task);
-    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
-      cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
-    });
-    return;
-  }
   // AWQ g128 and Q4_0 on AVX512-BF16 CPUs: vdpbf16ps with x split in two BF16 halves, or with
   // BF16 activations (the hi halves only) under --dtype bfloat16.
   if (cpu::avx512::NibbleBf16Supports(w, features_)) {

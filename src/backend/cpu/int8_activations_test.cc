@@ -89,7 +89,10 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
   for (Case c :
        {Case{QuantType::kQ4_0, 128}, Case{QuantType::kQ4_0, 896}, Case{QuantType::kQ8_0, 64},
         Case{QuantType::kQ8_0, 192}, Case{QuantType::kQ8_0, 896}, Case{QuantType::kAwq4, 128},
-        Case{QuantType::kAwq4, 896}}) {
+        Case{QuantType::kAwq4, 896}, Case{QuantType::kQ5_0, 128}, Case{QuantType::kQ5_0, 896},
+        Case{QuantType::kQ4_K, 256}, Case{QuantType::kQ4_K, 1024}}) {
+    const bool exact_blocks =
+        c.type == QuantType::kQ4_0 || c.type == QuantType::kQ8_0 || c.type == QuantType::kAwq4;
     const std::string label = std::string(QuantTypeName(c.type)) + " K=" + std::to_string(c.k);
     const int64_t t = 19, n = 77;  // tails of the 4 x 4 tiles in both directions
     QuantTensor w = MakeQuant(*backend_, c.type, n, c.k, static_cast<uint32_t>(c.k), nullptr, 128);
@@ -111,15 +114,29 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
         QuantizeXBlock(x.data<float>() + i * c.k + 32 * b, xd[b], &xq[32 * b]);
       for (int64_t r = 0; r < n; ++r) {
         double want = bias.data<float>()[r], mag = std::fabs(want);
+        // Q4_0 / Q8_0 / AWQ: integer block dots from the bytes as the formats describe them;
+        // Q5_0 / Q4_K: the engine's dequantized row (DequantizeRow, checked against ggml's bytes
+        // by the round-trip tests) against the int8 x.
+        std::vector<float> row(c.k);
+        if (!exact_blocks) DequantizeRow(w, r, row.data());
         for (int64_t b = 0; b < blocks; ++b) {
-          float wd;
-          int wq[32];
-          WeightBlock(w, r, b, wd, wq);
-          int64_t dot = 0;
-          for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(wq[j]) * xq[32 * b + j];
-          const double term = static_cast<double>(wd) * xd[b] * static_cast<double>(dot);
+          double term = 0;
+          if (exact_blocks) {
+            float wd;
+            int wq[32];
+            WeightBlock(w, r, b, wd, wq);
+            int64_t dot = 0;
+            for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(wq[j]) * xq[32 * b + j];
+            term = static_cast<double>(wd) * xd[b] * static_cast<double>(dot);
+            mag += std::fabs(term);
+          } else {
+            for (int j = 0; j < 32; ++j) {
+              const double p = static_cast<double>(row[32 * b + j]) * xq[32 * b + j] * xd[b];
+              term += p;
+              mag += std::fabs(p);
+            }
+          }
           want += term;
-          mag += std::fabs(term);
         }
         ASSERT_NEAR(full.data<float>()[i * n + r], want, 1e-5 * mag + 1e-6)
             << label << " row " << i << " col " << r;
@@ -147,7 +164,7 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
 
 // Without the option, and for formats the int8 kernel does not take, nothing changes: the
 // results are bitwise those of the default ops.
-TEST_F(Int8ActivationsTest, OnlyQ4_0Q8_0AndAwqG128WithTheOptionTakeIt) {
+TEST_F(Int8ActivationsTest, OnlyTheFormatsItKnowsWithTheOptionTakeIt) {
   FastCpuOps plain(false, 2), int8(false, 2, true);
   const int64_t t = 5, n = 40, k = 256;
   struct Case {
@@ -157,7 +174,8 @@ TEST_F(Int8ActivationsTest, OnlyQ4_0Q8_0AndAwqG128WithTheOptionTakeIt) {
   };
   for (Case c : {Case{QuantType::kQ4_0, 32, true}, Case{QuantType::kQ8_0, 32, true},
                  Case{QuantType::kAwq4, 128, true}, Case{QuantType::kAwq4, 64, false},
-                 Case{QuantType::kQ4_K, 32, false}}) {
+                 Case{QuantType::kQ5_0, 32, true}, Case{QuantType::kQ4_K, 32, true},
+                 Case{QuantType::kQ5_1, 32, false}}) {
     const QuantType type = c.type;
     QuantTensor w = MakeQuant(*backend_, type, n, k, 5, nullptr, c.group);
     const bool takes = c.takes;

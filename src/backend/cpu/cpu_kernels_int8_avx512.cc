@@ -284,6 +284,59 @@ struct Int8StepFormat<QuantType::kQ4_K> {
   }
 };
 
+// Q6_K (210 bytes per 256: 128 bytes ql, 64 bytes qh, 16 int8 scales, F16 d; value
+// d * scale[16-element group] * (q - 32), q 6 bits). A step is half a super-block (128 elements):
+// element r's low 4 bits are in ql[r % 64] (low nibble for r < 64, high for r >= 64), its top 2
+// bits in qh[r % 32] at bit 2 (r / 32). The 6-bit values are built in element order (elements
+// 0..63, then 64..127) and dealt out by dwords: the first vector takes dwords 0, 2, 4, ..., the
+// second 1, 3, 5, ..., so that lane l sees elements 8l..8l+7 — one 16-element scale group (l / 2)
+// and one x block (l / 4). x comes dealt out the same way.
+template <>
+struct Int8StepFormat<QuantType::kQ6_K> {
+  static constexpr int64_t kElems = 128;
+  static constexpr int64_t kBytes = 105;  // half of a 210-byte super-block
+  static constexpr int kVecs = 2;
+  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
+  using Scales = Int8StepFormat<QuantType::kQ4_0>::Scales;
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
+  static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
+    const uint8_t* block = row.q + (s / 2) * 210;
+    const int half = static_cast<int>(s % 2);
+    const __m512i ql = _mm512_loadu_si512(block + 64 * half);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * half)));
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    // Elements 0..63 (byte r: element r): qh bits 0-1 for r < 32, bits 2-3 above; 64..127: bits
+    // 4-5 and 6-7. The word shifts move no bit of one byte into bits 4-5 of another.
+    const __m512i shift_lo = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+    const __m512i shift_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+    // 0xEA: (a & b) | c
+    const __m512i first =
+        _mm512_ternarylogic_epi32(_mm512_slli_epi16(_mm512_srlv_epi16(qh, shift_lo), 4), bits45,
+                                  _mm512_and_si512(ql, low4), 0xEA);
+    const __m512i second =
+        _mm512_ternarylogic_epi32(_mm512_slli_epi16(_mm512_srlv_epi16(qh, shift_hi), 4), bits45,
+                                  _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), 0xEA);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    u[0] = _mm512_permutex2var_epi32(first, even, second);
+    u[1] = _mm512_permutex2var_epi32(first, _mm512_add_epi32(even, _mm512_set1_epi32(1)), second);
+    uint16_t d16;
+    __builtin_memcpy(&d16, block + 208, 2);
+    const __m256 scales = _mm256_mul_ps(
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 192 + 8 * half)))),
+        _mm256_set1_ps(_cvtsh_ss(d16)));
+    const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    sc.dw = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scales));
+  }
+  // aux: lane scales, then int32 corrections (-32 x the lane's x sum) that start the dot.
+  static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    return Int8StepFormat<QuantType::kQ4_0>::Update(acc, a, sc, aux);
+  }
+};
+
 // The tiles stream a linear range (4 short rows side by side) and do ~2x less work per byte than
 // the F32/BF16-activation quantized tiles, so the kQuantPrefetchBytes scheme (4 KiB ahead into
 // L1) left them waiting on DRAM: perf put the stalls on each step's first load. 8 KiB ahead into
@@ -383,6 +436,7 @@ bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
     case QuantType::kQ8_0:
       return w.cols % 64 == 0;
     case QuantType::kQ4_K:
+    case QuantType::kQ6_K:
       return w.cols % 256 == 0;
     default:
       return false;
@@ -405,6 +459,7 @@ void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int
   const char offset_byte = q8                         ? static_cast<char>(0x80)
                            : type == QuantType::kQ4_0 ? 8
                            : type == QuantType::kQ5_0 ? 16
+                           : type == QuantType::kQ6_K ? 32
                                                       : 1;
   const __m512i offset = _mm512_set1_epi8(offset_byte);
   for (int64_t r = 0; r < rows; ++r) {
@@ -416,6 +471,12 @@ void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int
       for (int64_t b = 0; b < blocks; ++b) {
         __m128i first, second;
         const float d = QuantizeBlock(xs + 32 * b, awq, first, second);
+        if (type == QuantType::kQ6_K) {
+          // Dwords dealt out: elements 8m..8m+3 to the first vector, 8m+4..8m+7 to the second.
+          const __m128 f = _mm_castsi128_ps(first), sd = _mm_castsi128_ps(second);
+          first = _mm_castps_si128(_mm_shuffle_ps(f, sd, _MM_SHUFFLE(2, 0, 2, 0)));
+          second = _mm_castps_si128(_mm_shuffle_ps(f, sd, _MM_SHUFFLE(3, 1, 3, 1)));
+        }
         // Q4_K: block b is lane group g with kQ4KOrder[g] == b (the order is its own inverse).
         const int64_t g = q4k ? kQ4KOrder[b] : b;
         int8_t* at_first = q8 ? qs + 32 * b : qs + 16 * g;
@@ -449,6 +510,8 @@ void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n
     return QuantLinearInt8Impl<QuantType::kQ5_0>(t, t0, t1, n0, n1);
   if (t.w->type == QuantType::kQ4_K)
     return QuantLinearInt8Impl<QuantType::kQ4_K>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kQ6_K)
+    return QuantLinearInt8Impl<QuantType::kQ6_K>(t, t0, t1, n0, n1);
   return QuantLinearInt8Impl<QuantType::kQ8_0>(t, t0, t1, n0, n1);
 }
 

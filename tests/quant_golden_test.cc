@@ -206,7 +206,8 @@ INSTANTIATE_TEST_SUITE_P(
                       LlamaCppCase{"tiny-qwen3-q4_0.gguf", kLogprobTolerance},
                       LlamaCppCase{"tiny-qwen3-kq-q4_k_m.gguf", 0.2},
                       LlamaCppCase{"tiny-qwen3-q8_0.gguf", kLogprobTolerance, true},
-                      LlamaCppCase{"tiny-qwen3-q4_0.gguf", kLogprobTolerance, true}),
+                      LlamaCppCase{"tiny-qwen3-q4_0.gguf", kLogprobTolerance, true},
+                      LlamaCppCase{"tiny-qwen3-kq-q4_k_m.gguf", 0.2, true}),
     [](const auto& info) {
       return testing::ParamName(info.param.file) + (info.param.int8_activations ? "_int8" : "");
     });

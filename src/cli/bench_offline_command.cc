@@ -210,7 +210,7 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
   cmd->add_option("--dtype", opts->dtype, "As serve's --dtype: auto, bfloat16 or float32")
       ->capture_default_str();
   cmd->add_flag("--int8-activations", opts->int8_activations,
-                "As serve's --int8-activations: Q4_0/Q8_0/AWQ with int8 activations");
+                "As serve's --int8-activations: GGUF and AWQ weights with int8 activations");
   cmd->add_flag("--mmap-weights", opts->mmap_weights,
                 "As serve's --mmap-weights: weights read from the mapped file (4 KiB pages)");
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");

@@ -27,7 +27,8 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                 "processes) instead of copying them into huge-page memory at load: less memory, "
                 "slower decode");
   cmd->add_flag("--int8-activations", c->int8_activations,
-                "GGUF Q4_0/Q8_0 and AWQ g128 weights meet activations quantized to int8 per "
+                "GGUF (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) and AWQ g128 weights meet activations "
+                "quantized to int8 per "
                 "block of 32, as llama.cpp and vLLM's CPU backend compute them (AVX512-VNNI "
                 "CPUs): faster, logits move by ~1e-2");
   cmd->add_option("--dtype", c->dtype,

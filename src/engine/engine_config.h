@@ -32,9 +32,9 @@ struct EngineConfig {
   // memory at load (CpuBackendOptions::mmap_weights): less memory when several processes serve
   // one file, slower decode.
   bool mmap_weights = false;
-  // GGUF Q4_0 / Q8_0 and AWQ g128 weights meet activations quantized to int8 per block of 32, as
-  // llama.cpp and vLLM's CPU backend compute them (CpuBackendOptions::int8_activations): faster,
-  // logits move by ~1e-2.
+  // GGUF (Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K) and AWQ g128 weights meet activations quantized to int8
+  // per block of 32, as llama.cpp and vLLM's CPU backend compute them
+  // (CpuBackendOptions::int8_activations): faster, logits move by ~1e-2.
   bool int8_activations = false;
 
   // vLLM's --dtype: "auto" (= "float32" on CPU: weights used as stored, F32 activations, logits

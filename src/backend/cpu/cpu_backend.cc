@@ -63,7 +63,7 @@ class CpuBackend : public Backend {
   std::string description() const override {
     return std::string("cpu: kernels ") + cpu::KernelIsaName() + ", BF16 Linear path " +
            cpu::Bf16PathName(ops_.bf16_path()) +
-           (int8_activations_ ? ", int8 activations for Q4_0/Q8_0/AWQ" : "") + ", " +
+           (int8_activations_ ? ", int8 activations for GGUF/AWQ weights" : "") + ", " +
            std::to_string(ops_.num_threads()) + " threads, weights " +
            (mmap_weights_
                 ? std::string("read from the mapped file")

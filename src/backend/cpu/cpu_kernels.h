@@ -182,9 +182,10 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
                         uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum, bool hi_only);
 void QuantLinearNibbleBf16(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
-// Q4_0, Q8_0 and AWQ g128 with int8 activations and vpdpbusd (cpu_kernels_int8_avx512.cc;
-// llama.cpp's arithmetic, `--int8-activations`): CPUs with AVX512-VNNI (and -VBMI for Q4_0); K a
-// multiple of 128 (Q4_0, AWQ) or 64 (Q8_0).
+// Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K and AWQ g128 with int8 activations and vpdpbusd
+// (cpu_kernels_int8_avx512.cc; llama.cpp's arithmetic, `--int8-activations`): CPUs with
+// AVX512-VNNI (and -VBMI for Q4_0 / Q5_0); K a multiple of 128 (Q4_0, Q5_0, AWQ), 64 (Q8_0) or 256
+// (K-quants).
 bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& features);
 // Floats of xaux per row of x for weights of `type` with K = k.
 int64_t Int8AuxPerRow(QuantType type, int64_t k);

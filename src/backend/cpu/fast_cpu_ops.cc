@@ -299,8 +299,8 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,
                              Tensor& out) {
   const int64_t k = w.cols, n = w.rows;
-  // Q4_0, Q5_0, Q8_0, Q4_K and AWQ g128 with int8 activations (--int8-activations) on
-  // AVX512-VNNI CPUs.
+  // GGUF Q4_0 / Q5_0 / Q8_0 / K-quants and AWQ g128 with int8 activations (--int8-activations)
+  // on AVX512-VNNI CPUs.
   if (UsesInt8Activations(w)) {
     cpu::QuantLinearTask task;
     const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);

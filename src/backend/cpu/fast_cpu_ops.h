@@ -23,7 +23,8 @@ class FastCpuOps : public CpuOps {
                       bool int8_activations = false);
   cpu::Bf16Path bf16_path() const { return bf16_path_; }
   // Whether QuantLinear runs `w` with int8 activations (vpdpbusd): int8_activations was asked
-  // for and the CPU and the format allow it (Q4_0 / Q8_0 / AWQ g128 on AVX512-VNNI).
+  // for and the CPU and the format allow it (GGUF Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K /
+  // Q6_K, AWQ g128 on AVX512-VNNI).
   bool UsesInt8Activations(const QuantTensor& w) const;
   // Whether Linear runs `w` on the AVX-512 kernels, which read weights stored in row tiles
   // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.

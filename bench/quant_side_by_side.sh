@@ -39,10 +39,16 @@ llb() {  # model, parallel sequences
     -t "$THREADS" 2>/dev/null | grep -E "^\|\s+128"
 }
 
+# llama-quantize's K-quant mixes of the same model (for the 0.5B shape mostly Q5_0 / Q5_1 with
+# Q4_K / Q5_K / Q6_K ffn_down and a Q8_0 token_embd: 896 columns are no multiple of 256).
+for q in q4_k_m q5_k_m; do
+  [ -f "$W/q05-$q.gguf" ] || "$LLAMA_CPP/llama-quantize" "$W/q05-bf16.gguf" "$W/q05-$q.gguf" $q >/dev/null 2>&1
+done
+
 # Each xinfer figure twice: the default kernels (F32 activations), then --int8-activations
 # (x quantized to int8 per block of 32: llama.cpp's arithmetic for GGUF, vLLM's CPU one for AWQ).
 I8=--int8-activations
-for m in q4_0 q4_0-pure; do
+for m in q4_0 q4_0-pure q4_k_m q5_k_m; do
   ll "$W/q05-$m.gguf"
   for f in "" $I8; do
     xi "$m decode 1 $f" --model "$W/q05-$m.gguf" --input-len 16 --output-len 128 --batch 1 \

@@ -148,6 +148,8 @@ bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
   switch (w.type) {
     case QuantType::kQ4_0:
     case QuantType::kQ5_0:
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1:
       return f.avx512_vbmi && w.cols % 128 == 0;
     case QuantType::kAwq4:
       return w.group_size == 128 && w.cols % 128 == 0;
@@ -170,6 +172,8 @@ void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int
                   int64_t ldxq, float* aux, int64_t ldaux) {
   const bool q8 = type == QuantType::kQ8_0, awq = type == QuantType::kAwq4,
              q4k = type == QuantType::kQ4_K || type == QuantType::kQ5_K;
+  // Formats whose offset is a per-block min (K-quants, Q4_1, Q5_1): aux keeps d_x x the lane sum.
+  const bool min_sums = q4k || type == QuantType::kQ4_1 || type == QuantType::kQ5_1;
   const int64_t step = q8 ? 64 : 128;
   const int64_t blocks = step / 32;
   // vpdpbusd of the weights' offset (as unsigned bytes) with x gives offset x the lane's x sum:
@@ -211,7 +215,7 @@ void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int
         sum = _mm512_dpbusd_epi32(sum, offset, _mm512_loadu_si512(qs + 64 * v));
       if (awq) {
         _mm512_storeu_ps(as + 16, _mm512_cvtepi32_ps(sum));
-      } else if (q4k) {
+      } else if (min_sums) {
         _mm512_storeu_ps(as + 16, _mm512_mul_ps(dx, _mm512_cvtepi32_ps(sum)));
       } else {
         _mm512_storeu_si512(as + 16, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
@@ -229,6 +233,10 @@ void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n
     return QuantLinearInt8Impl<QuantType::kQ5_0>(t, t0, t1, n0, n1);
   if (t.w->type == QuantType::kQ4_K)
     return QuantLinearInt8Impl<QuantType::kQ4_K>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kQ4_1)
+    return QuantLinearInt8Impl<QuantType::kQ4_1>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kQ5_1)
+    return QuantLinearInt8Impl<QuantType::kQ5_1>(t, t0, t1, n0, n1);
   if (t.w->type == QuantType::kQ5_K)
     return QuantLinearInt8Impl<QuantType::kQ5_K>(t, t0, t1, n0, n1);
   if (t.w->type == QuantType::kQ6_K)

@@ -91,7 +91,9 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
         Case{QuantType::kQ8_0, 192}, Case{QuantType::kQ8_0, 896}, Case{QuantType::kAwq4, 128},
         Case{QuantType::kAwq4, 896}, Case{QuantType::kQ5_0, 128}, Case{QuantType::kQ5_0, 896},
         Case{QuantType::kQ4_K, 256}, Case{QuantType::kQ4_K, 1024}, Case{QuantType::kQ6_K, 256},
-        Case{QuantType::kQ6_K, 1024}, Case{QuantType::kQ5_K, 256}, Case{QuantType::kQ5_K, 1024}}) {
+        Case{QuantType::kQ6_K, 1024}, Case{QuantType::kQ5_K, 256}, Case{QuantType::kQ5_K, 1024},
+        Case{QuantType::kQ4_1, 128}, Case{QuantType::kQ4_1, 896}, Case{QuantType::kQ5_1, 128},
+        Case{QuantType::kQ5_1, 896}}) {
     const bool exact_blocks =
         c.type == QuantType::kQ4_0 || c.type == QuantType::kQ8_0 || c.type == QuantType::kAwq4;
     const std::string label = std::string(QuantTypeName(c.type)) + " K=" + std::to_string(c.k);
@@ -116,7 +118,7 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
       for (int64_t r = 0; r < n; ++r) {
         double want = bias.data<float>()[r], mag = std::fabs(want);
         // Q4_0 / Q8_0 / AWQ: integer block dots from the bytes as the formats describe them;
-        // Q5_0 / Q4_K / Q5_K / Q6_K: the engine's dequantized row (DequantizeRow, checked against
+        // the other formats: the engine's dequantized row (DequantizeRow, checked against
         // ggml's bytes by the round-trip tests) against the int8 x.
         std::vector<float> row(c.k);
         if (!exact_blocks) DequantizeRow(w, r, row.data());
@@ -177,7 +179,8 @@ TEST_F(Int8ActivationsTest, OnlyTheFormatsItKnowsWithTheOptionTakeIt) {
                  Case{QuantType::kAwq4, 128, true}, Case{QuantType::kAwq4, 64, false},
                  Case{QuantType::kQ5_0, 32, true}, Case{QuantType::kQ4_K, 32, true},
                  Case{QuantType::kQ6_K, 32, true}, Case{QuantType::kQ5_K, 32, true},
-                 Case{QuantType::kQ5_1, 32, false}}) {
+                 Case{QuantType::kQ5_1, 32, true}, Case{QuantType::kQ4_1, 32, true},
+                 Case{QuantType::kAwq4, 32, false}}) {
     const QuantType type = c.type;
     QuantTensor w = MakeQuant(*backend_, type, n, k, 5, nullptr, c.group);
     const bool takes = c.takes;

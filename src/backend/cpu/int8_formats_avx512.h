@@ -189,6 +189,84 @@ struct Int8StepFormat<QuantType::kQ5_0> {
   }
 };
 
+// Q4_1 (20 bytes per block of 32: F16 d, F16 m, 16 nibble bytes) and Q5_1 (24: d, m, 32 bits qh,
+// 16 nibble bytes): value d * q + m, q unsigned (4 or 5 bits), laid out as Q4_0 / Q5_0. A step is
+// 4 blocks; the min enters the epilogue as m * d_x * (the lane's x sum), like the K-quants' mins.
+// Loads: bytes 0..63 and the last 64 of the step (vpermt2b index 64 + i - (step - 64) for i >= 64).
+template <bool kFiveBits>
+struct MinBlockFormat {
+  static constexpr int kBlockBytes = kFiveBits ? 24 : 20;
+  static constexpr int kQsAt = kFiveBits ? 8 : 4;
+  static constexpr int64_t kElems = 128;
+  static constexpr int64_t kBytes = 4 * kBlockBytes;
+  static constexpr int kVecs = 2;
+  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
+  struct Scales {
+    __m512 dw, dm;  // per lane: d and m of its block
+  };
+  static constexpr uint8_t At(int i) {
+    return static_cast<uint8_t>(i < 64 ? i : 64 + i - (kBytes - 64));
+  }
+  static constexpr std::array<uint8_t, 64> kNibbleIndex = [] {
+    std::array<uint8_t, 64> idx{};
+    for (int b = 0; b < 4; ++b)
+      for (int j = 0; j < 16; ++j) idx[16 * b + j] = At(kBlockBytes * b + kQsAt + j);
+    return idx;
+  }();
+  // Bytes 0..7: the low 16 bits of qh of blocks 0..3; 8..15: the high (Q5_1 only).
+  static constexpr std::array<uint8_t, 64> kHighBitIndex = [] {
+    std::array<uint8_t, 64> idx{};
+    for (int b = 0; b < 4; ++b)
+      for (int j = 0; j < 2; ++j) {
+        idx[2 * b + j] = At(kBlockBytes * b + 4 + j);
+        idx[8 + 2 * b + j] = At(kBlockBytes * b + 6 + j);
+      }
+    return idx;
+  }();
+  // Words: lanes 0..15 take block l / 4's d (or, with +1, its m), from the two loads.
+  static __m512i ScaleIndex(int plus) {
+    alignas(64) uint16_t idx[32] = {};
+    for (int l = 0; l < 16; ++l) {
+      const int byte = kBlockBytes * (l / 4) + 2 * plus;
+      idx[2 * (l / 2) + l % 2] = static_cast<uint16_t>(At(byte) / 2);
+    }
+    return _mm512_load_si512(idx);
+  }
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
+  static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
+    const uint8_t* p = row.q + s * kBytes;
+    const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + kBytes - 64);
+    alignas(64) static constexpr std::array<uint8_t, 64> nibble_index = kNibbleIndex;
+    const __m512i v = _mm512_permutex2var_epi8(a, _mm512_load_si512(nibble_index.data()), b);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    u[0] = _mm512_and_si512(v, low4);
+    u[1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+    if constexpr (kFiveBits) {
+      alignas(64) static constexpr std::array<uint8_t, 64> high_index = kHighBitIndex;
+      const __m128i qh = _mm512_castsi512_si128(
+          _mm512_permutex2var_epi8(a, _mm512_load_si512(high_index.data()), b));
+      const __m512i bit4 = _mm512_set1_epi8(0x10);
+      u[0] =
+          _mm512_or_si512(u[0], _mm512_maskz_mov_epi8(_cvtu64_mask64(_mm_cvtsi128_si64(qh)), bit4));
+      u[1] = _mm512_or_si512(u[1],
+                             _mm512_maskz_mov_epi8(_cvtu64_mask64(_mm_extract_epi64(qh, 1)), bit4));
+    }
+    sc.dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(a, ScaleIndex(0), b)));
+    sc.dm = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(a, ScaleIndex(1), b)));
+  }
+  static __m512i DotStart(const float*) { return _mm512_setzero_si512(); }
+  // aux: lane scales d_x, then d_x x the lane's x sum (F32).
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dw, _mm512_loadu_ps(aux)), acc);
+    return _mm512_fmadd_ps(sc.dm, _mm512_loadu_ps(aux + 16), acc);
+  }
+};
+
+template <>
+struct Int8StepFormat<QuantType::kQ4_1> : MinBlockFormat<false> {};
+template <>
+struct Int8StepFormat<QuantType::kQ5_1> : MinBlockFormat<true> {};
+
 // Q4_K (144 bytes per 256: F16 d, F16 dmin, 12 bytes of 6-bit scales and mins, 128 nibble
 // bytes; value d * sc * q - dmin * m per sub-block of 32). A step is half a super-block: 64 nibble
 // bytes, whose low nibbles are sub-blocks 0 and 2 of the half (bytes 0..31, 32..63) and high

@@ -268,27 +268,38 @@ TEST(CliTest, QuantizeGgufExport) {
   ASSERT_EQ(g.exit_code, 0) << g.err;
   EXPECT_NE(json::parse(g.out)["text"].get<std::string>().find("Lily"), std::string::npos);
 
-  // --int8-activations (llama.cpp's arithmetic for Q8_0 / Q4_0 weights): the story the default
-  // kernels tell, for a Q8_0 and a Q4_0 export (hidden 128, intermediate 384: every layer takes
-  // the int8 kernel on AVX512-VNNI CPUs). Its first 32 tokens are the same (the Q8_0 one parts
-  // at token 60, where two candidates are close).
+  // Int8 activations (llama.cpp's arithmetic, the default for GGUF files): the story the F32
+  // activations (--no-int8-activations) tell, for a Q8_0 and a Q4_0 export (hidden 128,
+  // intermediate 384: every layer takes the int8 kernel on AVX512-VNNI CPUs). Its first 32 tokens
+  // are the same (the Q8_0 one parts at token 60, where two candidates are close); the default is
+  // exactly --int8-activations, and on CPUs with the kernel the log-probs show the difference.
+  RunResult doctor = RunXinfer("doctor --json");
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+  const bool vnni = json::parse(doctor.out)["avx512_vnni"].get<bool>();
   const std::string dst4 = ScratchPath("export-q4_0.gguf");
   std::filesystem::remove(dst4);
   RunResult q4 = RunXinfer("quantize --gguf q4_0 " + Model("tinystories-656k") + " " + dst4);
   ASSERT_EQ(q4.exit_code, 0) << q4.err;
   for (const std::string& file : {dst, dst4}) {
-    const std::string gen =
-        "generate --model " + file + " --prompt-ids 1 --max-tokens 64 --temperature 0 --json";
-    RunResult plain = RunXinfer(gen);
+    const std::string gen = "generate --model " + file +
+                            " --prompt-ids 1 --max-tokens 64 --temperature 0 --logprobs 1 --json";
+    RunResult plain = RunXinfer(gen + " --no-int8-activations");
     RunResult int8 = RunXinfer(gen + " --int8-activations");
+    RunResult dflt = RunXinfer(gen);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     ASSERT_EQ(int8.exit_code, 0) << int8.err;
-    const std::vector<int> a = json::parse(int8.out)["token_ids"],
-                           b = json::parse(plain.out)["token_ids"];
+    ASSERT_EQ(dflt.exit_code, 0) << dflt.err;
+    const json pj = json::parse(plain.out), ij = json::parse(int8.out), dj = json::parse(dflt.out);
+    const std::vector<int> a = ij["token_ids"], b = pj["token_ids"];
     ASSERT_EQ(a.size(), 64u);
     ASSERT_EQ(b.size(), 64u);
     EXPECT_TRUE(std::equal(a.begin(), a.begin() + 32, b.begin())) << file;
-    EXPECT_NE(json::parse(int8.out)["text"].get<std::string>().find("Lily"), std::string::npos);
+    EXPECT_NE(ij["text"].get<std::string>().find("Lily"), std::string::npos);
+    EXPECT_EQ(dj["token_ids"], ij["token_ids"]) << file;
+    EXPECT_EQ(dj["logprobs"], ij["logprobs"]) << file;
+    if (vnni) {
+      EXPECT_NE(pj["logprobs"], ij["logprobs"]) << file;
+    }
   }
   std::filesystem::remove(dst4);
 

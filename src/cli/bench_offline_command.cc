@@ -17,6 +17,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/perf_model.h"
+#include "engine/gguf_tokenizer_loader.h"
 #include "engine/llm_engine.h"
 
 namespace xinfer {
@@ -33,7 +34,7 @@ struct BenchOptions {
   int runs = 3;
   std::string dtype = "auto";
   bool mmap_weights = false;
-  bool int8_activations = false;
+  std::optional<bool> int8_activations;  // unset: the engine's default
   bool json = false;
 };
 
@@ -158,7 +159,7 @@ int Run(const BenchOptions& o) {
         {"isa", cpu::KernelIsaName()},
         {"dtype", o.dtype},
         {"mmap_weights", o.mmap_weights},
-        {"int8_activations", o.int8_activations},
+        {"int8_activations", cfg.Int8ActivationsFor(IsGgufModelPath(o.model))},
         {"peak", prefill_roof.peak_name},
         {"read_gb_s", limits.read_gb_s},
         {"peak_f32_gflop_s", limits.f32_gflop_s},
@@ -209,8 +210,10 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "As serve's --dtype: auto, bfloat16 or float32")
       ->capture_default_str();
-  cmd->add_flag("--int8-activations", opts->int8_activations,
-                "As serve's --int8-activations: GGUF and AWQ weights with int8 activations");
+  cmd->add_flag_function(
+      "--int8-activations,!--no-int8-activations",
+      [opts](int64_t count) { opts->int8_activations = count > 0; },
+      "As serve's --int8-activations (default: on for GGUF files, off for AWQ)");
   cmd->add_flag("--mmap-weights", opts->mmap_weights,
                 "As serve's --mmap-weights: weights read from the mapped file (4 KiB pages)");
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");

@@ -51,6 +51,7 @@ int Run(const DoctorOptions& o) {
                       {"avx2", f.avx2},
                       {"avx512", f.avx512},
                       {"avx512_bf16", f.avx512_bf16},
+                      {"avx512_vnni", f.avx512_vnni},
                       {"kernels", cpu::KernelIsaName()},
                       {"bf16_linear_path", bf16_path},
                       {"transparent_huge_pages", TransparentHugePageMode()}};
@@ -85,8 +86,11 @@ int Run(const DoctorOptions& o) {
   }
   fmt::print("cpu:      {} ({} cores, {} threads), {:.1f} GiB memory\n",
              j["cpu"].get<std::string>(), std::thread::hardware_concurrency(), threads, mem_gib);
-  fmt::print("isa:      avx2 {}, avx512 {}, avx512-bf16 {}; kernels {}, BF16 Linear path {}\n",
-             f.avx2, f.avx512, f.avx512_bf16, cpu::KernelIsaName(), bf16_path);
+  fmt::print(
+      "isa:      avx2 {}, avx512 {}, avx512-bf16 {}, avx512-vnni {} (int8 activations); kernels "
+      "{}, "
+      "BF16 Linear path {}\n",
+      f.avx2, f.avx512, f.avx512_bf16, f.avx512_vnni, cpu::KernelIsaName(), bf16_path);
   // Weights and the KV cache are advised as huge pages; "never" costs decode ~25 % (TLB misses).
   fmt::print("memory:   transparent huge pages {}{}\n", TransparentHugePageMode(),
              std::string_view(TransparentHugePageMode()) == "never"

@@ -26,11 +26,12 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                 "Read the weights from the mapped model file (page cache shared between "
                 "processes) instead of copying them into huge-page memory at load: less memory, "
                 "slower decode");
-  cmd->add_flag("--int8-activations", c->int8_activations,
-                "GGUF (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) and AWQ g128 weights meet activations "
-                "quantized to int8 per "
-                "block of 32, as llama.cpp and vLLM's CPU backend compute them (AVX512-VNNI "
-                "CPUs): faster, logits move by ~1e-2");
+  cmd->add_flag_function(
+      "--int8-activations,!--no-int8-activations",
+      [c](int64_t count) { c->int8_activations = count > 0; },
+      "Quantized weights (GGUF, AWQ g128) meet activations quantized to int8 per block of 32 "
+      "(AVX512-VNNI CPUs): faster, logits move by ~1e-2. Default: on for GGUF files (as "
+      "llama.cpp computes them), off for AWQ");
   cmd->add_option("--dtype", c->dtype,
                   "auto (default; = float32 on CPU), bfloat16 (BF16 activations on BF16 weights: "
                   "faster, logits move by ~0.5 %) or float32");

@@ -54,7 +54,8 @@ std::string EngineConfig::ToString() const {
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
-      int8_activations, dtype, quantization.empty() ? "auto" : quantization);
+      int8_activations.has_value() ? (*int8_activations ? "true" : "false") : "auto", dtype,
+      quantization.empty() ? "auto" : quantization);
 }
 
 }  // namespace xinfer

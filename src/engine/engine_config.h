@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -32,10 +33,13 @@ struct EngineConfig {
   // memory at load (CpuBackendOptions::mmap_weights): less memory when several processes serve
   // one file, slower decode.
   bool mmap_weights = false;
-  // GGUF (Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K) and AWQ g128 weights meet activations quantized to int8
-  // per block of 32, as llama.cpp and vLLM's CPU backend compute them
-  // (CpuBackendOptions::int8_activations): faster, logits move by ~1e-2.
-  bool int8_activations = false;
+  // Quantized weights (GGUF Q4_0/Q5_0/Q8_0/Q4_1/Q5_1/Q4_K/Q5_K/Q6_K, AWQ g128) meet activations
+  // quantized to int8 per block of 32 (CpuBackendOptions::int8_activations): faster, logits move
+  // by ~1e-2. Unset: on for GGUF files — llama.cpp, and vLLM's GGUF kernels, compute them so —
+  // and off for AWQ checkpoints (vLLM's GPU kernels keep 16-bit activations). `--int8-activations`
+  // / `--no-int8-activations` set it.
+  std::optional<bool> int8_activations;
+  bool Int8ActivationsFor(bool gguf_model) const { return int8_activations.value_or(gguf_model); }
 
   // vLLM's --dtype: "auto" (= "float32" on CPU: weights used as stored, F32 activations, logits
   // match an F32 reference to ~1e-5 of their magnitude), "float32"/"float", or "bfloat16" (BF16

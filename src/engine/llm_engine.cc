@@ -81,10 +81,11 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   auto engine = std::unique_ptr<LLMEngine>(new LLMEngine());
   EngineConfig& c = engine->config_;
   c = config;
-  engine->backend_ = CreateCpuBackend({.num_threads = c.threads,
-                                       .bf16_activations = c.bf16_activations(),
-                                       .int8_activations = c.int8_activations,
-                                       .mmap_weights = c.mmap_weights});
+  engine->backend_ =
+      CreateCpuBackend({.num_threads = c.threads,
+                        .bf16_activations = c.bf16_activations(),
+                        .int8_activations = c.Int8ActivationsFor(IsGgufModelPath(c.model)),
+                        .mmap_weights = c.mmap_weights});
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
                                                                    : Tokenizer::FromDir(c.model));
   XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_));

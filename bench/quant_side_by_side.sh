@@ -45,18 +45,20 @@ for q in q4_k_m q5_k_m; do
   [ -f "$W/q05-$q.gguf" ] || "$LLAMA_CPP/llama-quantize" "$W/q05-bf16.gguf" "$W/q05-$q.gguf" $q >/dev/null 2>&1
 done
 
-# Each xinfer figure twice: the default kernels (F32 activations), then --int8-activations
-# (x quantized to int8 per block of 32: llama.cpp's arithmetic for GGUF, vLLM's CPU one for AWQ).
+# Each xinfer figure twice: F32 activations (--no-int8-activations), then --int8-activations (x
+# quantized to int8 per block of 32: llama.cpp's arithmetic and xinfer's default for GGUF files,
+# vLLM's CPU one for AWQ).
 I8=--int8-activations
+F32=--no-int8-activations
 for m in q4_0 q4_0-pure q4_k_m q5_k_m; do
   ll "$W/q05-$m.gguf"
-  for f in "" $I8; do
+  for f in $F32 $I8; do
     xi "$m decode 1 $f" --model "$W/q05-$m.gguf" --input-len 16 --output-len 128 --batch 1 \
       --runs "$RUNS" $f
   done
   ll "$W/q05-$m.gguf"
 done
-for f in "" $I8; do
+for f in $F32 $I8; do
   xi "awq decode 1 $f" --model "$W/q05-awq" --input-len 16 --output-len 128 --batch 1 --runs "$RUNS" $f
   xi "awq decode 16 $f" --model "$W/q05-awq" --input-len 128 --output-len 128 --batch 16 --runs 1 $f
   xi "q4_0 decode 16 $f" --model "$W/q05-q4_0.gguf" --input-len 128 --output-len 128 --batch 16 \

@@ -93,13 +93,14 @@ int Run(const BenchOptions& o) {
         "--input-len >= 1, --output-len >= 2, --batch >= 1 and --runs >= 1 are required"));
   auto cost = ComputeModelCost(o.model);
   if (!cost.ok()) return ReportError(cost.status());
-  const bool bf16 = Bf16ComputeFor(*cost, o.dtype == "bfloat16");
   EngineConfig cfg;
   cfg.model = o.model;
   cfg.threads = o.threads;
   cfg.dtype = o.dtype;
   cfg.mmap_weights = o.mmap_weights;
   cfg.int8_activations = o.int8_activations;
+  const bool int8 = cfg.Int8ActivationsFor(IsGgufModelPath(o.model));
+  const ComputePeak peak = ComputePeakFor(*cost, o.dtype == "bfloat16", int8);
   cfg.max_num_seqs = o.batch;
   cfg.max_model_len = o.input_len + o.output_len;
   cfg.max_num_batched_tokens = std::max(o.batch * o.input_len, o.input_len + o.output_len);
@@ -133,12 +134,12 @@ int Run(const BenchOptions& o) {
     decode.push_back(r->decode_tok_s);
     run_read_gb_s.push_back(run_limits.read_gb_s);
     run_decode_frac.push_back(r->decode_tok_s /
-                              BatchedDecodeRoofline(*cost, run_limits, o.batch, decode_ctx, bf16));
+                              BatchedDecodeRoofline(*cost, run_limits, o.batch, decode_ctx, peak));
   }
   const double prefill_med = Median(prefill), decode_med = Median(decode);
-  const Roofline prefill_roof = ComputeRoofline(*cost, limits, o.input_len / 2.0, bf16);
-  const Roofline decode_roof = ComputeRoofline(*cost, limits, decode_ctx, bf16);
-  const double batched_roof = BatchedDecodeRoofline(*cost, limits, o.batch, decode_ctx, bf16);
+  const Roofline prefill_roof = ComputeRoofline(*cost, limits, o.input_len / 2.0, peak);
+  const Roofline decode_roof = ComputeRoofline(*cost, limits, decode_ctx, peak);
+  const double batched_roof = BatchedDecodeRoofline(*cost, limits, o.batch, decode_ctx, peak);
   const double decode_frac = decode_med / batched_roof;
   const double decode_frac_paired = Median(run_decode_frac);
   const double prefill_frac = prefill_med / prefill_roof.prefill_tok_s;
@@ -159,11 +160,12 @@ int Run(const BenchOptions& o) {
         {"isa", cpu::KernelIsaName()},
         {"dtype", o.dtype},
         {"mmap_weights", o.mmap_weights},
-        {"int8_activations", cfg.Int8ActivationsFor(IsGgufModelPath(o.model))},
+        {"int8_activations", int8},
         {"peak", prefill_roof.peak_name},
         {"read_gb_s", limits.read_gb_s},
         {"peak_f32_gflop_s", limits.f32_gflop_s},
         {"peak_bf16_gflop_s", limits.bf16_gflop_s},
+        {"peak_int8_gop_s", limits.int8_gop_s},
         {"decode_roofline_tok_s", batched_roof},
         {"decode_roofline_tok_s_per_seq_bandwidth", decode_roof.decode_tok_s_per_seq},
         {"decode_roofline_fraction", decode_frac},
@@ -180,8 +182,11 @@ int Run(const BenchOptions& o) {
              cost->dtype, cost->weight_bytes / 1e6, cost->decode_read_bytes / 1e6);
   fmt::print("batch {} x (input {} + output {}), {} threads, kernels {}, median of {} runs\n",
              o.batch, o.input_len, o.output_len, limits.threads, cpu::KernelIsaName(), o.runs);
-  fmt::print("measured: read {:.1f} GB/s, F32 FMA {:.0f} GFLOP/s, BF16 dot {:.0f} GFLOP/s\n",
-             limits.read_gb_s, limits.f32_gflop_s, limits.bf16_gflop_s);
+  fmt::print(
+      "measured: read {:.1f} GB/s, F32 FMA {:.0f} GFLOP/s, BF16 dot {:.0f} GFLOP/s, INT8 dot "
+      "{:.0f} "
+      "GOP/s\n",
+      limits.read_gb_s, limits.f32_gflop_s, limits.bf16_gflop_s, limits.int8_gop_s);
   fmt::print("prefill: {:8.1f} tok/s   ({:.0f}% of {:.0f} tok/s {} roofline)\n", prefill_med,
              100 * prefill_frac, prefill_roof.prefill_tok_s, prefill_roof.peak_name);
   fmt::print(

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/perf_model.h"
 #include "engine/engine_config.h"
+#include "engine/gguf_tokenizer_loader.h"
 
 namespace xinfer {
 namespace {
@@ -61,6 +62,7 @@ int Run(const DoctorOptions& o) {
     j["read_gb_s"] = limits.read_gb_s;
     j["peak_f32_gflop_s"] = limits.f32_gflop_s;
     j["peak_bf16_gflop_s"] = limits.bf16_gflop_s;
+    j["peak_int8_gop_s"] = limits.int8_gop_s;
   }
   if (!o.model.empty()) {
     auto cost = ComputeModelCost(o.model);
@@ -71,13 +73,14 @@ int Run(const DoctorOptions& o) {
                   {"decode_read_bytes", cost->decode_read_bytes},
                   {"gflop_per_token", (cost->linear_flops + cost->lm_head_flops) / 1e9}};
     if (o.measure) {
-      const bool bf16 = Bf16ComputeFor(*cost, bf16_activations);
-      const Roofline r = ComputeRoofline(*cost, limits, 0, bf16);
+      // Int8 activations: the engine's default for GGUF files.
+      const ComputePeak peak = ComputePeakFor(*cost, bf16_activations, IsGgufModelPath(o.model));
+      const Roofline r = ComputeRoofline(*cost, limits, 0, peak);
       j["roofline"] = {{"decode_tok_s_per_seq", r.decode_tok_s_per_seq},
                        {"prefill_tok_s", r.prefill_tok_s},
                        {"peak", r.peak_name},
-                       {"decode_16_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 16, 0, bf16)},
-                       {"decode_64_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 64, 0, bf16)}};
+                       {"decode_16_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 16, 0, peak)},
+                       {"decode_64_seqs_tok_s", BatchedDecodeRoofline(*cost, limits, 64, 0, peak)}};
     }
   }
   if (o.json) {
@@ -99,8 +102,8 @@ int Run(const DoctorOptions& o) {
   if (o.measure)
     fmt::print(
         "measured: read bandwidth {:.1f} GB/s, FP32 FMA {:.0f} GFLOP/s, BF16 dot {:.0f} "
-        "GFLOP/s\n",
-        limits.read_gb_s, limits.f32_gflop_s, limits.bf16_gflop_s);
+        "GFLOP/s, INT8 dot {:.0f} GOP/s\n",
+        limits.read_gb_s, limits.f32_gflop_s, limits.bf16_gflop_s, limits.int8_gop_s);
   if (j.contains("model")) {
     fmt::print(
         "model:    {} ({}), {:.0f} MB weights, {:.0f} MB read per decode step, {:.2f} "

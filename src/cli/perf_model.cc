@@ -17,8 +17,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-double PeakFor(const MachineLimits& m, bool bf16_compute, const char** name) {
-  if (bf16_compute && m.bf16_gflop_s > 0) {
+double PeakFor(const MachineLimits& m, ComputePeak peak, const char** name) {
+  if (peak == ComputePeak::kInt8Dot && m.int8_gop_s > 0) {
+    *name = "int8-dot";
+    return m.int8_gop_s;
+  }
+  if (peak == ComputePeak::kBf16Dot && m.bf16_gflop_s > 0) {
     *name = "bf16-dot";
     return m.bf16_gflop_s;
   }
@@ -118,9 +122,9 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path) {
 }
 
 Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& m, double context,
-                         bool bf16_compute) {
+                         ComputePeak peak) {
   Roofline r;
-  r.peak_gflop_s = PeakFor(m, bf16_compute, &r.peak_name);
+  r.peak_gflop_s = PeakFor(m, peak, &r.peak_name);
   const double bytes = cost.decode_read_bytes + context * cost.kv_bytes_per_token;
   r.decode_tok_s_per_seq = m.read_gb_s * 1e9 / bytes;
   const double flops = cost.linear_flops + cost.attn_flops_per_ctx * context;
@@ -129,9 +133,9 @@ Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& m, double c
 }
 
 double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& m, int batch,
-                             double context, bool bf16_compute) {
+                             double context, ComputePeak compute) {
   const char* name;
-  const double peak = PeakFor(m, bf16_compute, &name);
+  const double peak = PeakFor(m, compute, &name);
   const double bytes = cost.decode_read_bytes + batch * context * cost.kv_bytes_per_token;
   const double memory_bound = batch * m.read_gb_s * 1e9 / bytes;
   const double flops = cost.linear_flops + cost.lm_head_flops + cost.attn_flops_per_ctx * context;
@@ -139,11 +143,21 @@ double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& m, int 
   return std::min(memory_bound, compute_bound);
 }
 
-bool Bf16ComputeFor(const ModelCost& cost, bool bf16_activations) {
+ComputePeak ComputePeakFor(const ModelCost& cost, bool bf16_activations, bool int8_activations) {
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  // The formats the int8 kernels take (cpu_kernels_int8_avx512.cc); `dtype` is the file's main
+  // projection type.
+  static constexpr const char* kInt8Formats[] = {"Q4_0", "Q5_0", "Q4_1", "Q5_1", "Q8_0",
+                                                 "Q4_K", "Q5_K", "Q6_K", "AWQ4"};
+  if (int8_activations && f.avx512 && f.avx512_vnni &&
+      std::find(std::begin(kInt8Formats), std::end(kInt8Formats), cost.dtype) !=
+          std::end(kInt8Formats))
+    return ComputePeak::kInt8Dot;
   // The 4-bit vdpbf16ps kernels also run at the BF16 peak once x is not split in two halves.
   const bool dot_weights = cost.dtype == "BF16" || cost.dtype == "AWQ4" || cost.dtype == "Q4_0";
-  return dot_weights &&
-         cpu::SelectBf16Path(cpu::DetectCpuFeatures(), bf16_activations) == cpu::Bf16Path::kBf16Dot;
+  if (dot_weights && cpu::SelectBf16Path(f, bf16_activations) == cpu::Bf16Path::kBf16Dot)
+    return ComputePeak::kBf16Dot;
+  return ComputePeak::kF32Fma;
 }
 
 }  // namespace xinfer

@@ -29,15 +29,17 @@ struct Roofline {
   double peak_gflop_s = 0;          // the peak the kernels in use can reach
   const char* peak_name = "";
 };
-// Rooflines for a Linear path: the F32 FMA peak, or the BF16 dot peak when `bf16_compute` (BF16
-// weights with `--dtype bfloat16` on a CPU with vdpbf16ps; see Bf16ComputeFor).
-// `context`: average context length attended during decode / prefill.
+// The compute peak the projections run at: FP32 FMAs, vdpbf16ps (BF16 / 4-bit weights with
+// `--dtype bfloat16` on a CPU with it) or vpdpbusd (quantized weights with int8 activations on
+// AVX512-VNNI); see ComputePeakFor.
+enum class ComputePeak { kF32Fma, kBf16Dot, kInt8Dot };
+// Rooflines for that peak. `context`: average context length attended during decode / prefill.
 Roofline ComputeRoofline(const ModelCost& cost, const MachineLimits& limits, double context,
-                         bool bf16_compute);
+                         ComputePeak peak);
 // Aggregate decode roofline for `batch` sequences: min(memory bound, compute bound).
 double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& limits, int batch,
-                             double context, bool bf16_compute);
-// Whether a model of this cost runs its projections on the BF16 dot peak in this process.
-bool Bf16ComputeFor(const ModelCost& cost, bool bf16_activations);
+                             double context, ComputePeak peak);
+// The peak a model of this cost runs its projections at in this process.
+ComputePeak ComputePeakFor(const ModelCost& cost, bool bf16_activations, bool int8_activations);
 
 }  // namespace xinfer

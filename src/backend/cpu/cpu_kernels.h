@@ -258,4 +258,6 @@ float ReadSum(const float* p, int64_t n);
 // `iters` rounds of 16 independent FMA (F32) / vdpbf16ps chains; returns a value to keep it live.
 float FmaLoop(int64_t iters);
 float Bf16DotLoop(int64_t iters);
+// `iters` rounds of 16 independent vpdpbusd chains (AVX512-VNNI; cpu_kernels_int8_avx512.cc).
+int32_t Int8DotLoop(int64_t iters);
 }  // namespace xinfer::cpu::avx512

@@ -63,6 +63,7 @@ void AttentionGroup(const float*, int64_t, int, const float*, const float*, cons
 float ReadSum(const float*, int64_t) { NotOnThisCpu(); }
 float FmaLoop(int64_t) { NotOnThisCpu(); }
 float Bf16DotLoop(int64_t) { NotOnThisCpu(); }
+int32_t Int8DotLoop(int64_t) { NotOnThisCpu(); }
 
 }  // namespace xinfer::cpu::avx512
 #endif  // !defined(__x86_64__)

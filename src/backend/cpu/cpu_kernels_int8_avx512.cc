@@ -224,6 +224,19 @@ void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int
   }
 }
 
+int32_t Int8DotLoop(int64_t iters) {
+  __m512i acc[16];
+  for (int j = 0; j < 16; ++j) acc[j] = _mm512_set1_epi32(j);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-1);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+  }
+  __m512i s = acc[0];
+  for (int j = 1; j < 16; ++j) s = _mm512_add_epi32(s, acc[j]);
+  return _mm512_reduce_add_epi32(s);
+}
+
 void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
   if (t.w->type == QuantType::kQ4_0)
     return QuantLinearInt8Impl<QuantType::kQ4_0>(t, t0, t1, n0, n1);

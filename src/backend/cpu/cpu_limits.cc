@@ -111,6 +111,13 @@ MachineLimits MeasureMachineLimits(BandwidthProbe& probe, int repeats) {
         dt = Seconds() - t0;
         m.bf16_gflop_s = std::max(m.bf16_gflop_s, 2.0 * 32 * 16 * kIters * m.threads / dt / 1e9);
       }
+      if (f.avx512_vnni) {
+        t0 = Seconds();
+        total += OnEveryThread(
+            pool, [&](int) { return static_cast<float>(cpu::avx512::Int8DotLoop(kIters)); });
+        dt = Seconds() - t0;
+        m.int8_gop_s = std::max(m.int8_gop_s, 2.0 * 64 * 16 * kIters * m.threads / dt / 1e9);
+      }
       sink = sink + total;
     }
   }

@@ -1,6 +1,6 @@
 // Measured machine limits (what `xinfer doctor --measure` and `xinfer bench offline` compare
-// against): DRAM read bandwidth and the FP32-FMA / BF16-dot compute peaks with the backend's
-// threads. Each is the best of a few short runs, so a noisy neighbour lowers it less.
+// against): DRAM read bandwidth and the FP32-FMA / BF16-dot / INT8-dot compute peaks with the
+// backend's threads. Each is the best of a few short runs, so a noisy neighbour lowers it less.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +15,7 @@ struct MachineLimits {
   double read_gb_s = 0;     // GB/s (1e9 bytes), reading a buffer far larger than the caches
   double f32_gflop_s = 0;   // FP32 FMA peak (0 when not measured: no AVX-512)
   double bf16_gflop_s = 0;  // vdpbf16ps peak (0 without AVX512-BF16)
+  double int8_gop_s = 0;    // vpdpbusd peak, multiplies and adds (0 without AVX512-VNNI)
 };
 
 // DRAM read bandwidth, measurable again and again: owns a buffer far larger than the caches

@@ -1,0 +1,61 @@
+// The roofline model `bench offline` and `doctor --measure` divide by: which compute peak a model
+// runs at (F32 FMA, BF16 dot, INT8 dot) and the rooflines that peak gives.
+#include "cli/perf_model.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/cpu_kernels.h"
+
+namespace xinfer {
+namespace {
+
+ModelCost CostOf(const std::string& dtype) {
+  ModelCost c;
+  c.dtype = dtype;
+  c.decode_read_bytes = 300'000'000;
+  c.linear_flops = 0.7e9;
+  c.lm_head_flops = 0.3e9;
+  return c;
+}
+
+TEST(PerfModelTest, Int8ActivationsRunQuantizedWeightsAtTheInt8Peak) {
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  const bool vnni = f.avx512 && f.avx512_vnni;
+  for (const char* dtype :
+       {"Q4_0", "Q5_0", "Q4_1", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "AWQ4"}) {
+    EXPECT_EQ(ComputePeakFor(CostOf(dtype), false, true),
+              vnni ? ComputePeak::kInt8Dot : ComputePeakFor(CostOf(dtype), false, false))
+        << dtype;
+  }
+  // Dense weights and formats without an int8 kernel keep their peak.
+  for (const char* dtype : {"F32", "F16", "BF16", "Q2_K"})
+    EXPECT_EQ(ComputePeakFor(CostOf(dtype), false, true),
+              ComputePeakFor(CostOf(dtype), false, false))
+        << dtype;
+  EXPECT_EQ(ComputePeakFor(CostOf("F32"), false, false), ComputePeak::kF32Fma);
+}
+
+TEST(PerfModelTest, RooflinesUseThePeakAsked) {
+  MachineLimits m;
+  m.read_gb_s = 30;
+  m.f32_gflop_s = 200;
+  m.bf16_gflop_s = 400;
+  m.int8_gop_s = 800;
+  const ModelCost c = CostOf("Q4_0");
+  const Roofline f32 = ComputeRoofline(c, m, 0, ComputePeak::kF32Fma);
+  const Roofline int8 = ComputeRoofline(c, m, 0, ComputePeak::kInt8Dot);
+  EXPECT_STREQ(f32.peak_name, "f32-fma");
+  EXPECT_STREQ(int8.peak_name, "int8-dot");
+  EXPECT_DOUBLE_EQ(f32.prefill_tok_s, 200e9 / 0.7e9);
+  EXPECT_DOUBLE_EQ(int8.prefill_tok_s, 800e9 / 0.7e9);
+  EXPECT_DOUBLE_EQ(int8.decode_tok_s_per_seq, 100.0);  // 30 GB/s / 300 MB
+  // Batched decode: min(memory bound, compute bound over the projections and the lm_head).
+  EXPECT_DOUBLE_EQ(BatchedDecodeRoofline(c, m, 64, 0, ComputePeak::kInt8Dot), 800.0);
+  EXPECT_DOUBLE_EQ(BatchedDecodeRoofline(c, m, 4, 0, ComputePeak::kInt8Dot), 400.0);
+  // No INT8 peak measured (a CPU without VNNI): the F32 one.
+  m.int8_gop_s = 0;
+  EXPECT_STREQ(ComputeRoofline(c, m, 0, ComputePeak::kInt8Dot).peak_name, "f32-fma");
+}
+
+}  // namespace
+}  // namespace xinfer

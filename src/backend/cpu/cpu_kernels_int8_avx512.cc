@@ -232,9 +232,11 @@ int32_t Int8DotLoop(int64_t iters) {
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
   }
+  // The lanes wrap around (vpdpbusd does not saturate); combine them with XOR, which cannot
+  // overflow, to keep the chains live.
   __m512i s = acc[0];
-  for (int j = 1; j < 16; ++j) s = _mm512_add_epi32(s, acc[j]);
-  return _mm512_reduce_add_epi32(s);
+  for (int j = 1; j < 16; ++j) s = _mm512_xor_si512(s, acc[j]);
+  return _mm_cvtsi128_si32(_mm512_castsi512_si128(s));
 }
 
 void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {

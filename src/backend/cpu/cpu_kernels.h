@@ -8,6 +8,7 @@
 // Kernels run single-threaded on the ranges they are given; FastCpuOps owns the threading.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "tensor/dtype.h"
@@ -141,6 +142,26 @@ struct PreparedQuant {
   const float* zeros;   // AWQ4
   int64_t groups;       // AWQ4: scale groups per row (0 for the GGUF block formats)
 };
+// One AWQ4 weight row: its nibbles and its groups' scales and zero points.
+struct AwqRow {
+  const uint8_t* q;
+  const float* scales;
+  const float* zeros;
+};
+inline AwqRow AwqRowOf(const PreparedQuant& p, int64_t r) {
+  return {p.q + r * p.row_bytes, p.scales + r * p.groups, p.zeros + r * p.groups};
+}
+// vpermt2b indices over (bytes 0..63, bytes 8..71) of 4 consecutive Q4_0 blocks (72 bytes): output
+// byte 16b + j is block b's nibble byte j, at 18b + 2 + j (the 4-bit kernels' Q4_0 group).
+alignas(64) inline constexpr std::array<uint8_t, 64> kQ4_0NibbleIndex = [] {
+  std::array<uint8_t, 64> idx{};
+  for (int b = 0; b < 4; ++b)
+    for (int j = 0; j < 16; ++j) {
+      const int at = 18 * b + 2 + j;
+      idx[16 * b + j] = static_cast<uint8_t>(at < 64 ? at : 64 + at - 8);
+    }
+  return idx;
+}();
 inline PreparedQuant PrepareQuant(const QuantTensor& w) {
   PreparedQuant p{static_cast<const uint8_t*>(w.data.raw()), static_cast<int64_t>(w.row_bytes()),
                   nullptr, nullptr, 0};

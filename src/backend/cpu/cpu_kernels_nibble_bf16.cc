@@ -70,14 +70,8 @@ struct NibbleGroupFormat;
 
 template <>
 struct NibbleGroupFormat<QuantType::kAwq4> {
-  struct Row {
-    const uint8_t* q;
-    const float* scales;
-    const float* zeros;
-  };
-  static Row RowOf(const PreparedQuant& p, int64_t r) {
-    return {p.q + r * p.row_bytes, p.scales + r * p.groups, p.zeros + r * p.groups};
-  }
+  using Row = AwqRow;
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return AwqRowOf(p, r); }
   static constexpr int64_t kGroupBytes = 64;
   static __m512i Nibbles(const Row& row, int64_t g) { return _mm512_loadu_si512(row.q + g * 64); }
   static __m512 Scale16(const Row& row, int64_t g) { return _mm512_set1_ps(16.f * row.scales[g]); }
@@ -86,18 +80,6 @@ struct NibbleGroupFormat<QuantType::kAwq4> {
     return _mm512_set1_ps(-(1.f + row.zeros[g] * 0.0625f));
   }
 };
-
-// vpermt2b indices over (bytes 0..63, bytes 8..71) of a Q4_0 group: output byte 16b + j is
-// block b's nibble byte j, at 18b + 2 + j.
-alignas(64) constexpr std::array<uint8_t, 64> kQ4_0NibbleIndex = [] {
-  std::array<uint8_t, 64> idx{};
-  for (int b = 0; b < 4; ++b)
-    for (int j = 0; j < 16; ++j) {
-      const int at = 18 * b + 2 + j;
-      idx[16 * b + j] = static_cast<uint8_t>(at < 64 ? at : 64 + at - 8);
-    }
-  return idx;
-}();
 
 template <>
 struct NibbleGroupFormat<QuantType::kQ4_0> {

@@ -136,14 +136,8 @@ struct NibbleFormat<QuantType::kQ4_0> {
 
 template <>
 struct NibbleFormat<QuantType::kAwq4> {
-  struct Row {
-    const uint8_t* q;
-    const float* scales;
-    const float* zeros;
-  };
-  static Row RowOf(const PreparedQuant& p, int64_t r) {
-    return {p.q + r * p.row_bytes, p.scales + r * p.groups, p.zeros + r * p.groups};
-  }
+  using Row = AwqRow;
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return AwqRowOf(p, r); }
   static constexpr int64_t kChunkBytes = 16;
   static const uint8_t* Nibbles(const Row& row, int64_t c) { return row.q + c * 16; }
   static float Scale16(const Row& row, int64_t b) { return 16.f * row.scales[b]; }

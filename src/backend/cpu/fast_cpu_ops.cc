@@ -18,6 +18,13 @@ constexpr int64_t kMinParallelElems = 1 << 15;
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t CeilDiv(int64_t v, int64_t m) { return (v + m - 1) / m; }
 
+// Grows scratch `v` to at least n elements (never shrinks: the largest step's size is kept).
+template <class T>
+T* GrowTo(std::vector<T>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(n);
+  return v.data();
+}
+
 // Fewest units of `unit_cost` multiply-adds (or elements) worth a range of their own.
 int64_t MinUnits(int64_t min_cost, int64_t unit_cost) {
   return CeilDiv(min_cost, std::max<int64_t>(1, unit_cost));
@@ -413,10 +420,8 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
   task.hi_only = bf16_path_ == cpu::Bf16Path::kBf16Dot;
   task.ldxs = 2 * k;
   task.ldxsum = k / 8;
-  if (xb_.size() < static_cast<size_t>(t_rows * task.ldxs)) xb_.resize(t_rows * task.ldxs);
-  if (xsum_.size() < static_cast<size_t>(t_rows * task.ldxsum)) xsum_.resize(t_rows * task.ldxsum);
-  task.xs = xb_.data();
-  task.xsum = xsum_.data();
+  task.xs = GrowTo(xb_, t_rows * task.ldxs);
+  task.xsum = GrowTo(xsum_, t_rows * task.ldxsum);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
     cpu::avx512::NibbleBf16PrepareX(type, x.data<float>() + r0 * k, r1 - r0, k, k,
                                     xb_.data() + r0 * task.ldxs, task.ldxs,
@@ -429,10 +434,8 @@ void FastCpuOps::PrepareInt8X(const Tensor& x, QuantType type, int64_t t_rows,
   const int64_t k = task.ldx;
   task.ldxq = k;
   task.ldxaux = cpu::avx512::Int8AuxPerRow(type, k);
-  if (xq_.size() < static_cast<size_t>(t_rows * task.ldxq)) xq_.resize(t_rows * task.ldxq);
-  if (xaux_.size() < static_cast<size_t>(t_rows * task.ldxaux)) xaux_.resize(t_rows * task.ldxaux);
-  task.xq = xq_.data();
-  task.xaux = xaux_.data();
+  task.xq = GrowTo(xq_, t_rows * task.ldxq);
+  task.xaux = GrowTo(xaux_, t_rows * task.ldxaux);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
     cpu::avx512::Int8PrepareX(type, x.data<float>() + r0 * k, r1 - r0, k, k,
                               xq_.data() + r0 * task.ldxq, task.ldxq,

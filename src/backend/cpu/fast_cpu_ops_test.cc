@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/linear_test_util.h"
 #include "backend/cpu/quant_ops.h"
 #include "backend/cpu/quant_test_util.h"
 #include "tensor/quant.h"
@@ -56,24 +57,9 @@ class FastCpuOpsTest : public ::testing::Test {
                  RowBytes(w), 0, (w.dim(0) + kTileRows - 1) / kTileRows);
     return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
   }
-  // LinearMany of x with the weights `w` (biases b, none on part 1) against separate Linears:
-  // bitwise the same, part by part.
   void ExpectLinearManyMatchesSeparate(Ops& ops, const Tensor& x, const std::vector<Weight>& w,
                                        const std::vector<Tensor>& b, const std::string& label) {
-    const int64_t t = x.dim(0);
-    std::vector<Tensor> want, got;
-    std::vector<Ops::LinearOut> parts;
-    for (size_t i = 0; i < w.size(); ++i) {
-      want.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
-      got.push_back(backend_->NewTensor(DType::kF32, {t, w[i].rows()}));
-      ops.Linear(x, w[i], i == 1 ? nullptr : &b[i], want[i]);
-    }
-    for (size_t i = 0; i < w.size(); ++i)
-      parts.push_back({&w[i], i == 1 ? nullptr : &b[i], &got[i]});
-    ops.LinearMany(x, parts);
-    for (size_t i = 0; i < w.size(); ++i)
-      ASSERT_TRUE(BitwiseEqual(got[i].data<float>(), want[i].data<float>(), t * w[i].rows()))
-          << label << " T=" << t << " part " << i;
+    xinfer::ExpectLinearManyMatchesSeparate(*backend_, ops, x, w, b, label);
   }
 
   std::unique_ptr<Backend> backend_ = CreateCpuBackend();

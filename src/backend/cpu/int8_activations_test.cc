@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/fast_cpu_ops.h"
+#include "backend/cpu/linear_test_util.h"
 #include "backend/cpu/quant_test_util.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
@@ -217,19 +218,10 @@ TEST_F(Int8ActivationsTest, LinearManyIsBitwiseSeparateCalls) {
       Tensor x = RandomX(t, k);
       for (int threads : {1, 3}) {
         FastCpuOps ops(false, threads, true);
-        std::vector<Tensor> want, got;
-        std::vector<Ops::LinearOut> parts;
-        for (size_t p = 0; p < w.size(); ++p) {
-          want.push_back(backend_->NewTensor(DType::kF32, {t, w[p].rows()}));
-          got.push_back(backend_->NewTensor(DType::kF32, {t, w[p].rows()}));
-          ops.Linear(x, w[p], p == 1 ? nullptr : &b[p], want[p]);
-        }
-        for (size_t p = 0; p < w.size(); ++p)
-          parts.push_back({&w[p], p == 1 ? nullptr : &b[p], &got[p]});
-        ops.LinearMany(x, parts);
-        for (size_t p = 0; p < w.size(); ++p)
-          ASSERT_TRUE(BitwiseEqual(got[p].data<float>(), want[p].data<float>(), t * w[p].rows()))
-              << "mix " << mix << " T=" << t << " threads " << threads << " part " << p;
+        ExpectLinearManyMatchesSeparate(
+            *backend_, ops, x, w, b,
+            "mix " + std::to_string(mix) + " threads " + std::to_string(threads));
+        if (HasFatalFailure()) return;
       }
     }
   }

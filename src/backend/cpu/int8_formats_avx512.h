@@ -18,35 +18,37 @@ namespace xinfer::cpu::avx512::int8_formats {
 template <QuantType QT>
 struct Int8StepFormat;
 
-// vpermt2b indices over (bytes 0..63, bytes 8..71) of 4 Q4_0 blocks: output byte 16b + j is
-// block b's nibble byte j, at 18b + 2 + j.
-alignas(64) constexpr std::array<uint8_t, 64> kQ4_0NibbleIndex = [] {
-  std::array<uint8_t, 64> idx{};
-  for (int b = 0; b < 4; ++b)
-    for (int j = 0; j < 16; ++j) {
-      const int at = 18 * b + 2 + j;
-      idx[16 * b + j] = static_cast<uint8_t>(at < 64 ? at : 64 + at - 8);
-    }
-  return idx;
-}();
-
-template <>
-struct Int8StepFormat<QuantType::kQ4_0> {
-  static constexpr int64_t kElems = 128;
-  static constexpr int64_t kBytes = 72;
-  static constexpr int kVecs = 2;
+// A GGUF row: its bytes only (the block scales are inside).
+struct BlockRow {
   struct Row {
     const uint8_t* q;
   };
   static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
+};
+
+// The epilogue of the formats with a fixed offset (Q4_0: q - 8, Q5_0: - 16, Q6_K: - 32, Q8_0's
+// bytes XOR 0x80: + 128): x's aux holds the lane scales, then int32 corrections (minus the offset
+// times the lane's x sum) that start the dot.
+struct FixedOffsetEpilogue {
+  struct Scales {
+    __m512 dw;  // per lane: the weight scale
+  };
+  static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
+  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dw, _mm512_loadu_ps(aux)), acc);
+  }
+};
+
+template <>
+struct Int8StepFormat<QuantType::kQ4_0> : BlockRow, FixedOffsetEpilogue {
+  static constexpr int64_t kElems = 128;
+  static constexpr int64_t kBytes = 72;
+  static constexpr int kVecs = 2;
   // Lane l (of 16 words, the lower half) takes block l / 4's d (word 9b of the step).
   static __m512i ScaleIndex() {
     return _mm512_setr_epi32(0, 0, 9 | 9 << 16, 9 | 9 << 16, 18 | 18 << 16, 18 | 18 << 16,
                              27 | 27 << 16, 27 | 27 << 16, 0, 0, 0, 0, 0, 0, 0, 0);
   }
-  struct Scales {
-    __m512 dw;
-  };
   static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
     const uint8_t* p = row.q + s * kBytes;
     const __m512i v =
@@ -58,30 +60,18 @@ struct Int8StepFormat<QuantType::kQ4_0> {
     sc.dw = _mm512_cvtph_ps(
         _mm512_castsi512_si256(_mm512_permutexvar_epi16(ScaleIndex(), _mm512_loadu_si512(p))));
   }
-  // aux: lane scales, then int32 corrections (-8 x the lane's x sum) that start the dot.
-  static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
-  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dw, _mm512_loadu_ps(aux)), acc);
-  }
 };
 
 template <>
-struct Int8StepFormat<QuantType::kQ8_0> {
+struct Int8StepFormat<QuantType::kQ8_0> : BlockRow, FixedOffsetEpilogue {
   static constexpr int64_t kElems = 64;
   static constexpr int64_t kBytes = 68;
   static constexpr int kVecs = 1;
-  struct Row {
-    const uint8_t* q;
-  };
-  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
   // Lanes 0..7 take block 0's d (word 0), lanes 8..15 block 1's (word 17).
   static __m512i ScaleIndex() {
     return _mm512_setr_epi32(0, 0, 0, 0, 17 | 17 << 16, 17 | 17 << 16, 17 | 17 << 16, 17 | 17 << 16,
                              0, 0, 0, 0, 0, 0, 0, 0);
   }
-  struct Scales {
-    __m512 dw;
-  };
   static void Unpack(const Row& row, int64_t s, __m512i u[1], Scales& sc) {
     const uint8_t* p = row.q + s * kBytes;
     const __m512i q = _mm512_inserti64x4(
@@ -91,11 +81,6 @@ struct Int8StepFormat<QuantType::kQ8_0> {
     // The 64 bytes from p lie inside the step's 68.
     sc.dw = _mm512_cvtph_ps(
         _mm512_castsi512_si256(_mm512_permutexvar_epi16(ScaleIndex(), _mm512_loadu_si512(p))));
-  }
-  // aux: lane scales, then int32 corrections (-128 x the lane's x sum) that start the dot.
-  static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
-  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
-    return Int8StepFormat<QuantType::kQ4_0>::Update(acc, a, {sc.dw}, aux);
   }
 };
 
@@ -108,14 +93,8 @@ struct Int8StepFormat<QuantType::kAwq4> {
   static constexpr int64_t kElems = 128;
   static constexpr int64_t kBytes = 64;
   static constexpr int kVecs = 2;
-  struct Row {
-    const uint8_t* q;
-    const float* scales;
-    const float* zeros;
-  };
-  static Row RowOf(const PreparedQuant& p, int64_t r) {
-    return {p.q + r * p.row_bytes, p.scales + r * p.groups, p.zeros + r * p.groups};
-  }
+  using Row = AwqRow;
+  static Row RowOf(const PreparedQuant& p, int64_t r) { return AwqRowOf(p, r); }
   struct Scales {
     __m512 dw, z;
   };
@@ -158,13 +137,10 @@ alignas(64) constexpr std::array<uint8_t, 64> kQ5_0HighBitIndex = [] {
 }();
 
 template <>
-struct Int8StepFormat<QuantType::kQ5_0> {
+struct Int8StepFormat<QuantType::kQ5_0> : BlockRow, FixedOffsetEpilogue {
   static constexpr int64_t kElems = 128;
   static constexpr int64_t kBytes = 88;
   static constexpr int kVecs = 2;
-  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
-  using Scales = Int8StepFormat<QuantType::kQ4_0>::Scales;
-  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
   static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
     const uint8_t* p = row.q + s * kBytes;
     const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 24);
@@ -182,10 +158,19 @@ struct Int8StepFormat<QuantType::kQ5_0> {
                           53 | 53 << 16, 53 | 53 << 16, 0, 0, 0, 0, 0, 0, 0, 0);
     sc.dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(a, scale_index, b)));
   }
-  // aux: lane scales, then int32 corrections (-16 x the lane's x sum) that start the dot.
-  static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
+};
+
+// The epilogue of the formats whose offset is a per-block min (Q4_1, Q5_1, the K-quants): x's aux
+// holds the lane scales d_x, then d_x x the lane's x sum (F32); value = dw * q + dm per lane
+// (the K-quants' dm is -dmin * m).
+struct MinOffsetEpilogue {
+  struct Scales {
+    __m512 dw, dm;
+  };
+  static __m512i DotStart(const float*) { return _mm512_setzero_si512(); }
   static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
-    return Int8StepFormat<QuantType::kQ4_0>::Update(acc, a, sc, aux);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dw, _mm512_loadu_ps(aux)), acc);
+    return _mm512_fmadd_ps(sc.dm, _mm512_loadu_ps(aux + 16), acc);
   }
 };
 
@@ -194,16 +179,12 @@ struct Int8StepFormat<QuantType::kQ5_0> {
 // 4 blocks; the min enters the epilogue as m * d_x * (the lane's x sum), like the K-quants' mins.
 // Loads: bytes 0..63 and the last 64 of the step (vpermt2b index 64 + i - (step - 64) for i >= 64).
 template <bool kFiveBits>
-struct MinBlockFormat {
+struct MinBlockFormat : BlockRow, MinOffsetEpilogue {
   static constexpr int kBlockBytes = kFiveBits ? 24 : 20;
   static constexpr int kQsAt = kFiveBits ? 8 : 4;
   static constexpr int64_t kElems = 128;
   static constexpr int64_t kBytes = 4 * kBlockBytes;
   static constexpr int kVecs = 2;
-  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
-  struct Scales {
-    __m512 dw, dm;  // per lane: d and m of its block
-  };
   static constexpr uint8_t At(int i) {
     return static_cast<uint8_t>(i < 64 ? i : 64 + i - (kBytes - 64));
   }
@@ -232,7 +213,6 @@ struct MinBlockFormat {
     }
     return _mm512_load_si512(idx);
   }
-  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
   static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
     const uint8_t* p = row.q + s * kBytes;
     const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + kBytes - 64);
@@ -254,12 +234,6 @@ struct MinBlockFormat {
     sc.dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(a, ScaleIndex(0), b)));
     sc.dm = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(a, ScaleIndex(1), b)));
   }
-  static __m512i DotStart(const float*) { return _mm512_setzero_si512(); }
-  // aux: lane scales d_x, then d_x x the lane's x sum (F32).
-  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dw, _mm512_loadu_ps(aux)), acc);
-    return _mm512_fmadd_ps(sc.dm, _mm512_loadu_ps(aux + 16), acc);
-  }
 };
 
 template <>
@@ -279,16 +253,11 @@ constexpr int kQ4KOrder[4] = {0, 2, 1, 3};
 // dmin, 12 scale bytes, 32 bytes qh, 128 nibble bytes) adds a 5th bit per element: bit 2c of
 // qh[l] for element l of chunk c's first 32 (the low nibbles), bit 2c + 1 for its last 32.
 template <bool kFiveBits>
-struct ScaleMinKFormat {
+struct ScaleMinKFormat : BlockRow, MinOffsetEpilogue {
   static constexpr int64_t kBlockBytes = kFiveBits ? 176 : 144;
   static constexpr int64_t kElems = 128;
   static constexpr int64_t kBytes = kBlockBytes / 2;  // a step is half a super-block
   static constexpr int kVecs = 2;
-  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
-  struct Scales {
-    __m512 dsc, dmm;  // per lane: d * sc and dmin * m of its sub-block
-  };
-  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
   static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
     const uint8_t* block = row.q + (s / 2) * kBlockBytes;
     const int half = static_cast<int>(s % 2);
@@ -330,18 +299,12 @@ struct ScaleMinKFormat {
     const __m128 sc4 =
         _mm_mul_ps(_mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(scs)))),
                    _mm_shuffle_ps(dd, dd, 0x00));
-    const __m128 m4 =
+    const __m128 m4 =  // -dmin * m
         _mm_mul_ps(_mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(mins)))),
-                   _mm_shuffle_ps(dd, dd, 0x55));
+                   _mm_sub_ps(_mm_setzero_ps(), _mm_shuffle_ps(dd, dd, 0x55)));
     const __m512i groups = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3);
-    sc.dsc = _mm512_permutexvar_ps(groups, _mm512_castps128_ps512(sc4));
-    sc.dmm = _mm512_permutexvar_ps(groups, _mm512_castps128_ps512(m4));
-  }
-  static __m512i DotStart(const float*) { return _mm512_setzero_si512(); }
-  // aux: lane scales dx, then dx x the lane's x sum (F32).
-  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_mul_ps(sc.dsc, _mm512_loadu_ps(aux)), acc);
-    return _mm512_fnmadd_ps(sc.dmm, _mm512_loadu_ps(aux + 16), acc);
+    sc.dw = _mm512_permutexvar_ps(groups, _mm512_castps128_ps512(sc4));
+    sc.dm = _mm512_permutexvar_ps(groups, _mm512_castps128_ps512(m4));
   }
 };
 
@@ -358,13 +321,10 @@ struct Int8StepFormat<QuantType::kQ5_K> : ScaleMinKFormat<true> {};
 // second 1, 3, 5, ..., so that lane l sees elements 8l..8l+7 — one 16-element scale group (l / 2)
 // and one x block (l / 4). x comes dealt out the same way.
 template <>
-struct Int8StepFormat<QuantType::kQ6_K> {
+struct Int8StepFormat<QuantType::kQ6_K> : BlockRow, FixedOffsetEpilogue {
   static constexpr int64_t kElems = 128;
   static constexpr int64_t kBytes = 105;  // half of a 210-byte super-block
   static constexpr int kVecs = 2;
-  using Row = Int8StepFormat<QuantType::kQ4_0>::Row;
-  using Scales = Int8StepFormat<QuantType::kQ4_0>::Scales;
-  static Row RowOf(const PreparedQuant& p, int64_t r) { return {p.q + r * p.row_bytes}; }
   static void Unpack(const Row& row, int64_t s, __m512i u[2], Scales& sc) {
     const uint8_t* block = row.q + (s / 2) * 210;
     const int half = static_cast<int>(s % 2);
@@ -395,11 +355,6 @@ struct Int8StepFormat<QuantType::kQ6_K> {
         _mm256_set1_ps(_cvtsh_ss(d16)));
     const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     sc.dw = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scales));
-  }
-  // aux: lane scales, then int32 corrections (-32 x the lane's x sum) that start the dot.
-  static __m512i DotStart(const float* aux) { return _mm512_loadu_si512(aux + 16); }
-  static __m512 Update(__m512 acc, __m512i a, const Scales& sc, const float* aux) {
-    return Int8StepFormat<QuantType::kQ4_0>::Update(acc, a, sc, aux);
   }
 };
 

@@ -31,7 +31,10 @@ const CpuFeatures& DetectCpuFeatures() {
       if (portable) f = CpuFeatures{};
       if (std::strcmp(cap, "avx512") == 0) f.avx512_bf16 = f.avx512_vbmi = f.avx512_vnni = false;
       if (std::strcmp(cap, "avx2") == 0) hwy_allowed = HWY_AVX2 | HWY_SSE4 | HWY_SSSE3;
-      if (std::strcmp(cap, "sse4") == 0) hwy_allowed = HWY_SSE4 | HWY_SSSE3;
+      if (std::strcmp(cap, "sse4") == 0) {
+        hwy_allowed = HWY_SSE4 | HWY_SSSE3;
+        f.avx2 = false;  // nor the AVX2 int8 kernel
+      }
     }
     if (hwy_allowed != 0) {
       f.avx512 = f.avx512_bf16 = f.avx512_vbmi = f.avx512_vnni = false;

@@ -243,6 +243,17 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
                     float scale, float* scratch, float* out, int64_t out_stride);
 }  // namespace avx512
 
+// Int8 activations on AVX2 CPUs without AVX512-VNNI (cpu_kernels_int8_avx2.cc, vpmaddubsw):
+// GGUF Q4_0 and Q8_0, K a multiple of 32. x is quantized as for the AVX-512 kernels but kept in
+// natural order, xq [rows, ldxq >= k], with one F32 scale per block of 32 in xd [rows, ldxd >=
+// k / 32]; QuantLinearTask::xq / xaux carry them.
+namespace avx2 {
+bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& features);
+void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,
+                  float* xd, int64_t ldxd);
+void QuantLinearInt8(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+}  // namespace avx2
+
 // Portable SIMD kernels (Google Highway, cpu_kernels_hwy.cc), dispatched at run time to the best
 // target the CPU has. Same contracts as the AVX-512 kernels of the same names. XINFER_ISA=avx2 or
 // sse4 caps the targets (DetectCpuFeatures), to test these on a newer x86 CPU.

@@ -243,8 +243,18 @@ void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
                    });
 }
 
+bool FastCpuOps::Int8OnAvx512(const QuantTensor& w) const {
+  return features_.avx512 && cpu::avx512::Int8DotSupports(w, features_);
+}
+
 bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
-  return int8_activations_ && features_.avx512 && cpu::avx512::Int8DotSupports(w, features_);
+  return int8_activations_ && (Int8OnAvx512(w) || cpu::avx2::Int8DotSupports(w, features_));
+}
+
+void FastCpuOps::RunInt8(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
+                         int64_t n1) const {
+  if (Int8OnAvx512(*task.w)) return cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
+  cpu::avx2::QuantLinearInt8(task, 0, t_rows, n0, n1);
 }
 
 FastCpuOps::QuantKernel FastCpuOps::QuantKernelFor(const QuantTensor& w) const {
@@ -275,7 +285,7 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
   }
   const int64_t k = parts[0].w->quant().cols;
   if (kind == QuantKernel::kInt8) {
-    PrepareInt8X(x, parts[0].w->quant().type, t_rows, tasks[0]);
+    PrepareInt8X(x, parts[0].w->quant(), t_rows, tasks[0]);
   } else {
     PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
   }
@@ -295,7 +305,7 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
                    [&](size_t i, int64_t u0, int64_t u1) {
                      const int64_t n0 = u0 * 16, n1 = std::min(tasks[i].ldo, u1 * 16);
                      if (kind == QuantKernel::kInt8) {
-                       cpu::avx512::QuantLinearInt8(tasks[i], 0, t_rows, n0, n1);
+                       RunInt8(tasks[i], t_rows, n0, n1);
                      } else {
                        cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
                      }
@@ -312,10 +322,9 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     cpu::QuantLinearTask task;
     const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
     if (t_rows == 0) return;
-    PrepareInt8X(x, w.type, t_rows, task);
-    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
-      cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
-    });
+    PrepareInt8X(x, w, t_rows, task);
+    ForEachColumnRange(n, t_rows * k,
+                       [&](int64_t n0, int64_t n1, int) { RunInt8(task, t_rows, n0, n1); });
     return;
   }
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
@@ -429,17 +438,23 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
   });
 }
 
-void FastCpuOps::PrepareInt8X(const Tensor& x, QuantType type, int64_t t_rows,
+void FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,
                               cpu::QuantLinearTask& task) {
   const int64_t k = task.ldx;
+  const bool avx512 = Int8OnAvx512(w);
   task.ldxq = k;
-  task.ldxaux = cpu::avx512::Int8AuxPerRow(type, k);
+  task.ldxaux = avx512 ? cpu::avx512::Int8AuxPerRow(w.type, k) : k / 32;
   task.xq = GrowTo(xq_, t_rows * task.ldxq);
   task.xaux = GrowTo(xaux_, t_rows * task.ldxaux);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
-    cpu::avx512::Int8PrepareX(type, x.data<float>() + r0 * k, r1 - r0, k, k,
-                              xq_.data() + r0 * task.ldxq, task.ldxq,
-                              xaux_.data() + r0 * task.ldxaux, task.ldxaux);
+    const float* xr = x.data<float>() + r0 * k;
+    int8_t* xq = xq_.data() + r0 * task.ldxq;
+    float* aux = xaux_.data() + r0 * task.ldxaux;
+    if (avx512) {
+      cpu::avx512::Int8PrepareX(w.type, xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
+    } else {
+      cpu::avx2::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
+    }
   });
 }
 

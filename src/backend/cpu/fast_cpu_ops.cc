@@ -443,7 +443,7 @@ void FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_r
   const int64_t k = task.ldx;
   const bool avx512 = Int8OnAvx512(w);
   task.ldxq = k;
-  task.ldxaux = avx512 ? cpu::avx512::Int8AuxPerRow(w.type, k) : k / 32;
+  task.ldxaux = avx512 ? cpu::avx512::Int8AuxPerRow(w.type, k) : k / 16;
   task.xq = GrowTo(xq_, t_rows * task.ldxq);
   task.xaux = GrowTo(xaux_, t_rows * task.ldxaux);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {

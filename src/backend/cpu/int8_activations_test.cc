@@ -66,13 +66,14 @@ class Int8ActivationsTest : public ::testing::Test {
   void SetUp() override {
     if (!features_.avx2) GTEST_SKIP() << "no int8-activation kernel on this CPU (AVX2 at least)";
   }
-  // Whether this CPU runs the AVX-512 int8 kernels (every format); with AVX2 only, GGUF Q4_0 and
-  // Q8_0 take the AVX2 kernel (CTest runs this suite under XINFER_ISA=avx512 and avx2 too).
+  // Whether this CPU runs the AVX-512 int8 kernels (every format); with AVX2 only, the GGUF formats
+  // of Avx2Format take the AVX2 kernel (CTest runs this suite under XINFER_ISA=avx512 and avx2).
   bool Avx512Int8() const {
     return features_.avx512 && features_.avx512_vnni && features_.avx512_vbmi;
   }
   static bool Avx2Format(QuantType type) {
-    return type == QuantType::kQ4_0 || type == QuantType::kQ8_0;
+    return type == QuantType::kQ4_0 || type == QuantType::kQ8_0 || type == QuantType::kQ5_0 ||
+           type == QuantType::kQ4_K || type == QuantType::kQ5_K || type == QuantType::kQ6_K;
   }
   Tensor RandomX(int64_t t, int64_t k, float scale = 1.f) {
     Tensor x = backend_->NewTensor(DType::kF32, {t, k});
@@ -204,11 +205,11 @@ TEST_F(Int8ActivationsTest, OnlyTheFormatsItKnowsWithTheOptionTakeIt) {
     EXPECT_EQ(BitwiseEqual(a.data<float>(), b.data<float>(), t * n), !takes)
         << QuantTypeName(type) << " g" << c.group;
   }
-  // Q4_0 with K not a multiple of 128 takes the AVX2 kernel; the K-quants only the AVX-512 ones.
+  // Q4_0 with K not a multiple of 128 takes the AVX2 kernel; Q4_1 only the AVX-512 one.
   QuantTensor odd = MakeQuant(*backend_, QuantType::kQ4_0, n, 96, 5, nullptr);
   EXPECT_TRUE(int8.UsesInt8Activations(odd));
-  QuantTensor q6 = MakeQuant(*backend_, QuantType::kQ6_K, n, 768, 5, nullptr);
-  EXPECT_EQ(int8.UsesInt8Activations(q6), Avx512Int8());
+  QuantTensor q41 = MakeQuant(*backend_, QuantType::kQ4_1, n, 128, 5, nullptr);
+  EXPECT_EQ(int8.UsesInt8Activations(q41), Avx512Int8());
 }
 
 // q/k/v-like parts (one format, same K) run as one job with x quantized once: bitwise the

@@ -53,6 +53,7 @@ int Run(const DoctorOptions& o) {
                       {"avx512", f.avx512},
                       {"avx512_bf16", f.avx512_bf16},
                       {"avx512_vnni", f.avx512_vnni},
+                      {"neon_dotprod", f.neon_dotprod},
                       {"kernels", cpu::KernelIsaName()},
                       {"bf16_linear_path", bf16_path},
                       {"transparent_huge_pages", TransparentHugePageMode()}};
@@ -90,10 +91,10 @@ int Run(const DoctorOptions& o) {
   fmt::print("cpu:      {} ({} cores, {} threads), {:.1f} GiB memory\n",
              j["cpu"].get<std::string>(), std::thread::hardware_concurrency(), threads, mem_gib);
   fmt::print(
-      "isa:      avx2 {}, avx512 {}, avx512-bf16 {}, avx512-vnni {} (int8 activations); kernels "
-      "{}, "
+      "isa:      avx2 {}, avx512 {}, avx512-bf16 {}, avx512-vnni {}, neon-dotprod {}; kernels {}, "
       "BF16 Linear path {}\n",
-      f.avx2, f.avx512, f.avx512_bf16, f.avx512_vnni, cpu::KernelIsaName(), bf16_path);
+      f.avx2, f.avx512, f.avx512_bf16, f.avx512_vnni, f.neon_dotprod, cpu::KernelIsaName(),
+      bf16_path);
   // Weights and the KV cache are advised as huge pages; "never" costs decode ~25 % (TLB misses).
   fmt::print("memory:   transparent huge pages {}{}\n", TransparentHugePageMode(),
              std::string_view(TransparentHugePageMode()) == "never"

@@ -4,6 +4,11 @@
 #include <string>
 
 #include "backend/cpu/cpu_kernels.h"
+
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 #include "hwy/targets.h"
 
 namespace xinfer::cpu {
@@ -20,6 +25,9 @@ const CpuFeatures& DetectCpuFeatures() {
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
     f.avx512_vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi");
     f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__aarch64__)
+    f.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #endif
     // XINFER_ISA caps the ISA, to test the fallbacks on a newer machine: portable (the reference
     // kernels only), avx512 (no AVX512-BF16/VBMI/VNNI), avx2 or sse4 (Highway's kernels for that

@@ -17,11 +17,12 @@
 namespace xinfer::cpu {
 
 struct CpuFeatures {
-  bool avx512 = false;       // AVX-512 F/BW/DQ/VL (+FMA, F16C)
-  bool avx512_bf16 = false;  // vdpbf16ps
-  bool avx512_vbmi = false;  // vpermt2b
-  bool avx512_vnni = false;  // vpdpbusd
-  bool avx2 = false;         // AVX2 + FMA + F16C
+  bool avx512 = false;        // AVX-512 F/BW/DQ/VL (+FMA, F16C)
+  bool avx512_bf16 = false;   // vdpbf16ps
+  bool avx512_vbmi = false;   // vpermt2b
+  bool avx512_vnni = false;   // vpdpbusd
+  bool avx2 = false;          // AVX2 + FMA + F16C
+  bool neon_dotprod = false;  // ARM64 sdot (ARMv8.2 DotProd: Kunpeng 920, Neoverse N1)
   // Highway (cpu_kernels_hwy.cc) found a SIMD target on this CPU (SSE4, AVX2, NEON, SVE, ...):
   // FastCpuOps then runs the portable SIMD kernels where the AVX-512 ones do not apply.
   bool simd = false;
@@ -254,6 +255,15 @@ void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* 
                   float* xd, int64_t ldxd);
 void QuantLinearInt8(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 }  // namespace avx2
+
+// The same on ARM64 CPUs with DotProd (cpu_kernels_int8_neon.cc, sdot): the AVX2 kernel's formats
+// and x layout.
+namespace neon {
+bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& features);
+void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,
+                  float* xd, int64_t ldxd);
+void QuantLinearInt8(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+}  // namespace neon
 
 // Portable SIMD kernels (Google Highway, cpu_kernels_hwy.cc), dispatched at run time to the best
 // target the CPU has. Same contracts as the AVX-512 kernels of the same names. XINFER_ISA=avx2 or

@@ -243,18 +243,30 @@ void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
                    });
 }
 
-bool FastCpuOps::Int8OnAvx512(const QuantTensor& w) const {
-  return features_.avx512 && cpu::avx512::Int8DotSupports(w, features_);
+FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
+  if (features_.avx512 && cpu::avx512::Int8DotSupports(w, features_)) return Int8Isa::kAvx512;
+  if (cpu::avx2::Int8DotSupports(w, features_)) return Int8Isa::kAvx2;
+  if (cpu::neon::Int8DotSupports(w, features_)) return Int8Isa::kNeon;
+  return Int8Isa::kNone;
 }
 
 bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
-  return int8_activations_ && (Int8OnAvx512(w) || cpu::avx2::Int8DotSupports(w, features_));
+  return int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone;
 }
 
 void FastCpuOps::RunInt8(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
                          int64_t n1) const {
-  if (Int8OnAvx512(*task.w)) return cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
-  cpu::avx2::QuantLinearInt8(task, 0, t_rows, n0, n1);
+  switch (Int8IsaFor(*task.w)) {
+    case Int8Isa::kAvx512:
+      return cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
+    case Int8Isa::kAvx2:
+      return cpu::avx2::QuantLinearInt8(task, 0, t_rows, n0, n1);
+    case Int8Isa::kNeon:
+      return cpu::neon::QuantLinearInt8(task, 0, t_rows, n0, n1);
+    case Int8Isa::kNone:
+      break;
+  }
+  XI_CHECK_MSG(false, "no int8 kernel for this weight");
 }
 
 FastCpuOps::QuantKernel FastCpuOps::QuantKernelFor(const QuantTensor& w) const {
@@ -441,19 +453,21 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
 void FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,
                               cpu::QuantLinearTask& task) {
   const int64_t k = task.ldx;
-  const bool avx512 = Int8OnAvx512(w);
+  const Int8Isa isa = Int8IsaFor(w);
   task.ldxq = k;
-  task.ldxaux = avx512 ? cpu::avx512::Int8AuxPerRow(w.type, k) : k / 16;
+  task.ldxaux = isa == Int8Isa::kAvx512 ? cpu::avx512::Int8AuxPerRow(w.type, k) : k / 16;
   task.xq = GrowTo(xq_, t_rows * task.ldxq);
   task.xaux = GrowTo(xaux_, t_rows * task.ldxaux);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
     const float* xr = x.data<float>() + r0 * k;
     int8_t* xq = xq_.data() + r0 * task.ldxq;
     float* aux = xaux_.data() + r0 * task.ldxaux;
-    if (avx512) {
+    if (isa == Int8Isa::kAvx512) {
       cpu::avx512::Int8PrepareX(w.type, xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
-    } else {
+    } else if (isa == Int8Isa::kAvx2) {
       cpu::avx2::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
+    } else {
+      cpu::neon::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
     }
   });
 }

@@ -24,7 +24,8 @@ class FastCpuOps : public CpuOps {
   cpu::Bf16Path bf16_path() const { return bf16_path_; }
   // Whether QuantLinear runs `w` with int8 activations: int8_activations was asked for and the
   // CPU and the format allow it (AVX512-VNNI: GGUF Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q8_0 / Q4_K / Q5_K
-  // / Q6_K and AWQ g128; AVX2 without it: GGUF Q4_0 / Q8_0).
+  // / Q6_K and AWQ g128; AVX2 without it, or ARM64 with DotProd: Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K /
+  // Q6_K).
   bool UsesInt8Activations(const QuantTensor& w) const;
   // Whether Linear runs `w` on the AVX-512 kernels, which read weights stored in row tiles
   // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.
@@ -64,8 +65,9 @@ class FastCpuOps : public CpuOps {
   // x split into BF16 halves (and its group sums) for the vdpbf16ps 4-bit kernel.
   void PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_rows,
                           cpu::QuantLinearTask& task);
-  // Whether `w` takes the AVX-512 int8 kernel (else, with int8 activations, the AVX2 one).
-  bool Int8OnAvx512(const QuantTensor& w) const;
+  // Which int8 kernel takes `w` on this CPU (with int8 activations).
+  enum class Int8Isa { kNone, kAvx512, kAvx2, kNeon };
+  Int8Isa Int8IsaFor(const QuantTensor& w) const;
   // x quantized to int8 blocks (and their scales, and the AVX-512 kernel's lane corrections) in
   // the layout of w's int8 kernel.
   void PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,

@@ -64,14 +64,16 @@ void WeightBlock(const QuantTensor& w, int64_t r, int64_t b, float& d, int q[32]
 class Int8ActivationsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!features_.avx2) GTEST_SKIP() << "no int8-activation kernel on this CPU (AVX2 at least)";
+    if (!features_.avx2 && !features_.neon_dotprod)
+      GTEST_SKIP() << "no int8-activation kernel on this CPU (AVX2 or ARM64 DotProd at least)";
   }
-  // Whether this CPU runs the AVX-512 int8 kernels (every format); with AVX2 only, the GGUF formats
-  // of Avx2Format take the AVX2 kernel (CTest runs this suite under XINFER_ISA=avx512 and avx2).
+  // Whether this CPU runs the AVX-512 int8 kernels (every format); otherwise the GGUF formats of
+  // BlockKernelFormat take the AVX2 or the ARM64 DotProd kernel (CTest runs this suite under
+  // XINFER_ISA=avx512 and avx2 too, and under qemu on a Neoverse N1).
   bool Avx512Int8() const {
     return features_.avx512 && features_.avx512_vnni && features_.avx512_vbmi;
   }
-  static bool Avx2Format(QuantType type) {
+  static bool BlockKernelFormat(QuantType type) {
     return type == QuantType::kQ4_0 || type == QuantType::kQ8_0 || type == QuantType::kQ5_0 ||
            type == QuantType::kQ4_K || type == QuantType::kQ5_K || type == QuantType::kQ6_K;
   }
@@ -115,7 +117,7 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
     Tensor bias = RandomX(1, n);
     FastCpuOps ops(false, 2, /*int8_activations=*/true);
     // K = 96 (no multiple of 128 or 64) takes the AVX2 kernel, on AVX-512 CPUs too.
-    if (!Avx512Int8() && !Avx2Format(c.type)) continue;
+    if (!Avx512Int8() && !BlockKernelFormat(c.type)) continue;
     ASSERT_TRUE(ops.UsesInt8Activations(w)) << label;
     Tensor full = backend_->NewTensor(DType::kF32, {t, n});
     ops.QuantLinear(x, w, &bias, full);
@@ -194,7 +196,7 @@ TEST_F(Int8ActivationsTest, OnlyTheFormatsItKnowsWithTheOptionTakeIt) {
                  Case{QuantType::kAwq4, 32, false}}) {
     const QuantType type = c.type;
     QuantTensor w = MakeQuant(*backend_, type, n, k, 5, nullptr, c.group);
-    const bool takes = Avx512Int8() ? c.takes : Avx2Format(type);
+    const bool takes = Avx512Int8() ? c.takes : BlockKernelFormat(type);
     EXPECT_FALSE(plain.UsesInt8Activations(w));
     EXPECT_EQ(int8.UsesInt8Activations(w), takes) << QuantTypeName(type);
     Tensor x = RandomX(t, k);
@@ -205,7 +207,7 @@ TEST_F(Int8ActivationsTest, OnlyTheFormatsItKnowsWithTheOptionTakeIt) {
     EXPECT_EQ(BitwiseEqual(a.data<float>(), b.data<float>(), t * n), !takes)
         << QuantTypeName(type) << " g" << c.group;
   }
-  // Q4_0 with K not a multiple of 128 takes the AVX2 kernel; Q4_1 only the AVX-512 one.
+  // Q4_0 with K not a multiple of 128 takes the AVX2 / DotProd kernel; Q4_1 only the AVX-512 one.
   QuantTensor odd = MakeQuant(*backend_, QuantType::kQ4_0, n, 96, 5, nullptr);
   EXPECT_TRUE(int8.UsesInt8Activations(odd));
   QuantTensor q41 = MakeQuant(*backend_, QuantType::kQ4_1, n, 128, 5, nullptr);

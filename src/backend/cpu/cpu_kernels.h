@@ -245,10 +245,10 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
 }  // namespace avx512
 
 // Int8 activations on AVX2 CPUs without AVX512-VNNI (cpu_kernels_int8_avx2.cc, vpmaddubsw):
-// GGUF Q4_0, Q5_0, Q8_0 (K a multiple of 32) and Q4_K, Q5_K, Q6_K (of 256). x is quantized as for
-// the AVX-512 kernels but kept in natural order, xq [rows, ldxq >= k], with per block of 32 its
-// F32 scale d and d x (the block's int8 sum) in xd [rows, ldxd >= k / 16]; QuantLinearTask::xq /
-// xaux carry them.
+// GGUF Q4_0, Q5_0, Q4_1, Q5_1, Q8_0 (K a multiple of 32) and Q4_K, Q5_K, Q6_K (of 256). x is
+// quantized as for the AVX-512 kernels but kept in natural order, xq [rows, ldxq >= k], with per
+// block of 32 its F32 scale d and d x (the block's int8 sum) in xd [rows, ldxd >= k / 16];
+// QuantLinearTask::xq / xaux carry them.
 namespace avx2 {
 bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& features);
 void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,

@@ -102,6 +102,30 @@ struct Avx2Format<QuantType::kQ5_0> {
   }
 };
 
+// Q4_1 (20 bytes: d, m, 16 nibble bytes) and Q5_1 (24: d, m, 32 bits qh, 16 nibble bytes):
+// value d * q + m with q unsigned, so the min enters as -m (the tile subtracts the mins).
+template <bool kFiveBits>
+struct MinBlockAvx2 {
+  static constexpr bool kUnsigned = true;
+  static WeightBlock Load(const uint8_t* row, int64_t b) {
+    const uint8_t* p = row + b * (kFiveBits ? 24 : 20);
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + (kFiveBits ? 8 : 4)));
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, low4)),
+                                        _mm_and_si128(_mm_srli_epi16(v, 4), low4), 1);
+    if constexpr (kFiveBits) {
+      uint32_t qh;
+      std::memcpy(&qh, p + 4, 4);
+      q = _mm256_or_si256(q, HighBits(qh));
+    }
+    return {q, _mm256_set1_ps(F16(p)), -F16(p + 2)};
+  }
+};
+template <>
+struct Avx2Format<QuantType::kQ4_1> : MinBlockAvx2<false> {};
+template <>
+struct Avx2Format<QuantType::kQ5_1> : MinBlockAvx2<true> {};
+
 // Q4_K / Q5_K: block b is sub-block j = b % 8 of super-block b / 8; chunk j / 2's 32 bytes hold it
 // in their low (even j) or high (odd j) nibbles, Q5_K's 5th bit in bit j of qh[l].
 template <bool kFiveBits>
@@ -233,6 +257,8 @@ bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
   switch (w.type) {
     case QuantType::kQ4_0:
     case QuantType::kQ5_0:
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1:
     case QuantType::kQ8_0:
       return w.cols % 32 == 0;
     case QuantType::kQ4_K:
@@ -287,6 +313,10 @@ void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n
       return QuantLinearInt8Impl<QuantType::kQ4_0>(t, t0, t1, n0, n1);
     case QuantType::kQ5_0:
       return QuantLinearInt8Impl<QuantType::kQ5_0>(t, t0, t1, n0, n1);
+    case QuantType::kQ4_1:
+      return QuantLinearInt8Impl<QuantType::kQ4_1>(t, t0, t1, n0, n1);
+    case QuantType::kQ5_1:
+      return QuantLinearInt8Impl<QuantType::kQ5_1>(t, t0, t1, n0, n1);
     case QuantType::kQ4_K:
       return QuantLinearInt8Impl<QuantType::kQ4_K>(t, t0, t1, n0, n1);
     case QuantType::kQ5_K:

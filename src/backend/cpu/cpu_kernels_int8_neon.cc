@@ -66,6 +66,20 @@ inline WeightBlock Load(const uint8_t* row, int64_t b) {
     const float d = F16(p);
     return {vreinterpretq_s8_u8(vsubq_u8(lo, offset)), vreinterpretq_s8_u8(vsubq_u8(hi, offset)), d,
             d};
+  } else if constexpr (QT == QuantType::kQ4_1 || QT == QuantType::kQ5_1) {
+    // value d * q + m, q unsigned: the min enters as -m (the tile subtracts the mins).
+    constexpr bool kQ5 = QT == QuantType::kQ5_1;
+    const uint8_t* p = row + b * (kQ5 ? 24 : 20);
+    const uint8x16_t v = vld1q_u8(p + (kQ5 ? 8 : 4));
+    uint8x16_t lo = vandq_u8(v, low4), hi = vshrq_n_u8(v, 4);
+    if constexpr (kQ5) {
+      uint32_t qh;
+      std::memcpy(&qh, p + 4, 4);
+      lo = vorrq_u8(lo, HighBits16(qh, 0));
+      hi = vorrq_u8(hi, HighBits16(qh, 16));
+    }
+    const float d = F16(p);
+    return {vreinterpretq_s8_u8(lo), vreinterpretq_s8_u8(hi), d, d, -F16(p + 2)};
   } else if constexpr (QT == QuantType::kQ8_0) {
     const uint8_t* p = row + b * 34;
     const float d = F16(p);
@@ -133,7 +147,8 @@ constexpr int64_t kPrefetchBytes = 8192;
 template <QuantType QT, int MR, int NR>
 void TileInt8Neon(const QuantLinearTask& t, const uint8_t* q, int64_t row_bytes, int64_t r0,
                   int64_t n) {
-  constexpr bool kHasMin = QT == QuantType::kQ4_K || QT == QuantType::kQ5_K;
+  constexpr bool kHasMin = QT == QuantType::kQ4_K || QT == QuantType::kQ5_K ||
+                           QT == QuantType::kQ4_1 || QT == QuantType::kQ5_1;
   const int64_t blocks = t.w->cols / 32;
   float32x4_t acc[MR][NR];
   float min_acc[MR][NR] = {};
@@ -196,6 +211,8 @@ bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
   switch (w.type) {
     case QuantType::kQ4_0:
     case QuantType::kQ5_0:
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1:
     case QuantType::kQ8_0:
       return w.cols % 32 == 0;
     case QuantType::kQ4_K:
@@ -246,6 +263,10 @@ void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n
       return QuantLinearInt8Impl<QuantType::kQ4_0>(t, t0, t1, n0, n1);
     case QuantType::kQ5_0:
       return QuantLinearInt8Impl<QuantType::kQ5_0>(t, t0, t1, n0, n1);
+    case QuantType::kQ4_1:
+      return QuantLinearInt8Impl<QuantType::kQ4_1>(t, t0, t1, n0, n1);
+    case QuantType::kQ5_1:
+      return QuantLinearInt8Impl<QuantType::kQ5_1>(t, t0, t1, n0, n1);
     case QuantType::kQ4_K:
       return QuantLinearInt8Impl<QuantType::kQ4_K>(t, t0, t1, n0, n1);
     case QuantType::kQ5_K:

@@ -23,9 +23,8 @@ class FastCpuOps : public CpuOps {
                       bool int8_activations = false);
   cpu::Bf16Path bf16_path() const { return bf16_path_; }
   // Whether QuantLinear runs `w` with int8 activations: int8_activations was asked for and the
-  // CPU and the format allow it (AVX512-VNNI: GGUF Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q8_0 / Q4_K / Q5_K
-  // / Q6_K and AWQ g128; AVX2 without it, or ARM64 with DotProd: Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K /
-  // Q6_K).
+  // CPU and the format allow it (every GGUF format of Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q8_0 / Q4_K /
+  // Q5_K / Q6_K on AVX512-VNNI, AVX2 or ARM64 DotProd CPUs; AWQ g128 on AVX512-VNNI).
   bool UsesInt8Activations(const QuantTensor& w) const;
   // Whether Linear runs `w` on the AVX-512 kernels, which read weights stored in row tiles
   // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.

@@ -74,8 +74,7 @@ class Int8ActivationsTest : public ::testing::Test {
     return features_.avx512 && features_.avx512_vnni && features_.avx512_vbmi;
   }
   static bool BlockKernelFormat(QuantType type) {
-    return type == QuantType::kQ4_0 || type == QuantType::kQ8_0 || type == QuantType::kQ5_0 ||
-           type == QuantType::kQ4_K || type == QuantType::kQ5_K || type == QuantType::kQ6_K;
+    return type != QuantType::kAwq4;  // every GGUF format of the AVX-512 kernels
   }
   Tensor RandomX(int64_t t, int64_t k, float scale = 1.f) {
     Tensor x = backend_->NewTensor(DType::kF32, {t, k});
@@ -104,7 +103,8 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
         Case{QuantType::kQ4_K, 256},  Case{QuantType::kQ4_K, 1024}, Case{QuantType::kQ6_K, 256},
         Case{QuantType::kQ6_K, 1024}, Case{QuantType::kQ5_K, 256},  Case{QuantType::kQ5_K, 1024},
         Case{QuantType::kQ4_1, 128},  Case{QuantType::kQ4_1, 896},  Case{QuantType::kQ5_1, 128},
-        Case{QuantType::kQ5_1, 896},  Case{QuantType::kQ4_0, 96},   Case{QuantType::kQ8_0, 96}}) {
+        Case{QuantType::kQ5_1, 896},  Case{QuantType::kQ4_0, 96},   Case{QuantType::kQ4_1, 96},
+        Case{QuantType::kQ5_1, 96},   Case{QuantType::kQ5_0, 96},   Case{QuantType::kQ8_0, 96}}) {
     const bool exact_blocks =
         c.type == QuantType::kQ4_0 || c.type == QuantType::kQ8_0 || c.type == QuantType::kAwq4;
     const std::string label = std::string(QuantTypeName(c.type)) + " K=" + std::to_string(c.k);
@@ -207,11 +207,11 @@ TEST_F(Int8ActivationsTest, OnlyTheFormatsItKnowsWithTheOptionTakeIt) {
     EXPECT_EQ(BitwiseEqual(a.data<float>(), b.data<float>(), t * n), !takes)
         << QuantTypeName(type) << " g" << c.group;
   }
-  // Q4_0 with K not a multiple of 128 takes the AVX2 / DotProd kernel; Q4_1 only the AVX-512 one.
+  // Q4_0 with K not a multiple of 128 takes the AVX2 / DotProd kernel; AWQ only the AVX-512 one.
   QuantTensor odd = MakeQuant(*backend_, QuantType::kQ4_0, n, 96, 5, nullptr);
   EXPECT_TRUE(int8.UsesInt8Activations(odd));
-  QuantTensor q41 = MakeQuant(*backend_, QuantType::kQ4_1, n, 128, 5, nullptr);
-  EXPECT_EQ(int8.UsesInt8Activations(q41), Avx512Int8());
+  QuantTensor awq = MakeQuant(*backend_, QuantType::kAwq4, n, 128, 5, nullptr, 128);
+  EXPECT_EQ(int8.UsesInt8Activations(awq), Avx512Int8());
 }
 
 // q/k/v-like parts (one format, same K) run as one job with x quantized once: bitwise the

@@ -30,6 +30,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi2")
 
+#include "backend/cpu/int8_block_dispatch.h"
+
 namespace xinfer::cpu::avx2 {
 namespace {
 
@@ -230,44 +232,19 @@ void TileInt8Avx2(const QuantLinearTask& t, const uint8_t* q, int64_t row_bytes,
           HorizontalSum(acc[i][j]) - min_acc[i][j] + (t.bias != nullptr ? t.bias[n + j] : 0.f);
 }
 
-constexpr int kMr = 4;
-constexpr int kNr = 4;
-using TileFn = void (*)(const QuantLinearTask&, const uint8_t*, int64_t, int64_t, int64_t);
-template <QuantType QT, int MR>
-constexpr TileFn kRow[kNr] = {TileInt8Avx2<QT, MR, 1>, TileInt8Avx2<QT, MR, 2>,
-                              TileInt8Avx2<QT, MR, 3>, TileInt8Avx2<QT, MR, 4>};
 template <QuantType QT>
-constexpr const TileFn* kTiles[kMr] = {kRow<QT, 1>, kRow<QT, 2>, kRow<QT, 3>, kRow<QT, 4>};
-
-template <QuantType QT>
-void QuantLinearInt8Impl(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
-  const uint8_t* q = static_cast<const uint8_t*>(t.w->data.raw());
-  const int64_t row_bytes = static_cast<int64_t>(t.w->row_bytes());
-  int64_t nb = (256 << 10) / row_bytes / kNr * kNr;
-  if (nb < kNr) nb = kNr;
-  ForEachTile<kMr, kNr>(t0, t1, n0, n1, nb, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
-    kTiles<QT>[mr - 1][nr - 1](t, q, row_bytes, r, n);
-  });
-}
+struct Avx2Tiles {
+  template <int MR, int NR>
+  static void Run(const QuantLinearTask& t, const uint8_t* q, int64_t row_bytes, int64_t r0,
+                  int64_t n) {
+    TileInt8Avx2<QT, MR, NR>(t, q, row_bytes, r0, n);
+  }
+};
 
 }  // namespace
 
 bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
-  if (!f.avx2) return false;
-  switch (w.type) {
-    case QuantType::kQ4_0:
-    case QuantType::kQ5_0:
-    case QuantType::kQ4_1:
-    case QuantType::kQ5_1:
-    case QuantType::kQ8_0:
-      return w.cols % 32 == 0;
-    case QuantType::kQ4_K:
-    case QuantType::kQ5_K:
-    case QuantType::kQ6_K:
-      return w.cols % 256 == 0;
-    default:
-      return false;
-  }
+  return f.avx2 && int8_block::Supports(w);
 }
 
 void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,
@@ -308,24 +285,7 @@ void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* 
 }
 
 void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
-  switch (t.w->type) {
-    case QuantType::kQ4_0:
-      return QuantLinearInt8Impl<QuantType::kQ4_0>(t, t0, t1, n0, n1);
-    case QuantType::kQ5_0:
-      return QuantLinearInt8Impl<QuantType::kQ5_0>(t, t0, t1, n0, n1);
-    case QuantType::kQ4_1:
-      return QuantLinearInt8Impl<QuantType::kQ4_1>(t, t0, t1, n0, n1);
-    case QuantType::kQ5_1:
-      return QuantLinearInt8Impl<QuantType::kQ5_1>(t, t0, t1, n0, n1);
-    case QuantType::kQ4_K:
-      return QuantLinearInt8Impl<QuantType::kQ4_K>(t, t0, t1, n0, n1);
-    case QuantType::kQ5_K:
-      return QuantLinearInt8Impl<QuantType::kQ5_K>(t, t0, t1, n0, n1);
-    case QuantType::kQ6_K:
-      return QuantLinearInt8Impl<QuantType::kQ6_K>(t, t0, t1, n0, n1);
-    default:
-      return QuantLinearInt8Impl<QuantType::kQ8_0>(t, t0, t1, n0, n1);
-  }
+  int8_block::Linear<Avx2Tiles>(t, t0, t1, n0, n1);
 }
 
 }  // namespace xinfer::cpu::avx2

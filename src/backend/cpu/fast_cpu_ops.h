@@ -69,9 +69,11 @@ class FastCpuOps : public CpuOps {
   Int8Isa Int8IsaFor(const QuantTensor& w) const;
   // x quantized to int8 blocks (and their scales, and the AVX-512 kernel's lane corrections) in
   // the layout of w's int8 kernel.
-  void PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,
-                    cpu::QuantLinearTask& task);
-  void RunInt8(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0, int64_t n1) const;
+  // Returns the kernel that layout is for, to hand to RunInt8 for every range.
+  Int8Isa PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,
+                       cpu::QuantLinearTask& task);
+  void RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
+               int64_t n1) const;
   // The 4-bit / int8 kernels that run quantized weights as one job with x prepared once.
   enum class QuantKernel { kOther, kNibbleBf16, kInt8 };
   QuantKernel QuantKernelFor(const QuantTensor& w) const;

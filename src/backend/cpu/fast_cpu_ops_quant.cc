@@ -26,9 +26,9 @@ bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
   return int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone;
 }
 
-void FastCpuOps::RunInt8(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
+void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
                          int64_t n1) const {
-  switch (Int8IsaFor(*task.w)) {
+  switch (isa) {
     case Int8Isa::kAvx512:
       return cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
     case Int8Isa::kAvx2:
@@ -68,8 +68,9 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
     unit_start[i + 1] = unit_start[i] + CeilDiv(parts[i].w->quant().rows, 16);
   }
   const int64_t k = parts[0].w->quant().cols;
+  Int8Isa isa = Int8Isa::kNone;
   if (kind == QuantKernel::kInt8) {
-    PrepareInt8X(x, parts[0].w->quant(), t_rows, tasks[0]);
+    isa = PrepareInt8X(x, parts[0].w->quant(), t_rows, tasks[0]);
   } else {
     PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
   }
@@ -89,7 +90,7 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
                    [&](size_t i, int64_t u0, int64_t u1) {
                      const int64_t n0 = u0 * 16, n1 = std::min(tasks[i].ldo, u1 * 16);
                      if (kind == QuantKernel::kInt8) {
-                       RunInt8(tasks[i], t_rows, n0, n1);
+                       RunInt8(isa, tasks[i], t_rows, n0, n1);
                      } else {
                        cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
                      }
@@ -106,9 +107,9 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     cpu::QuantLinearTask task;
     const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
     if (t_rows == 0) return;
-    PrepareInt8X(x, w, t_rows, task);
+    const Int8Isa isa = PrepareInt8X(x, w, t_rows, task);
     ForEachColumnRange(n, t_rows * k,
-                       [&](int64_t n0, int64_t n1, int) { RunInt8(task, t_rows, n0, n1); });
+                       [&](int64_t n0, int64_t n1, int) { RunInt8(isa, task, t_rows, n0, n1); });
     return;
   }
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
@@ -222,8 +223,8 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
   });
 }
 
-void FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,
-                              cpu::QuantLinearTask& task) {
+FastCpuOps::Int8Isa FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,
+                                             cpu::QuantLinearTask& task) {
   const int64_t k = task.ldx;
   const Int8Isa isa = Int8IsaFor(w);
   task.ldxq = k;
@@ -242,6 +243,7 @@ void FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_r
       cpu::neon::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
     }
   });
+  return isa;
 }
 
 void FastCpuOps::QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows) {

@@ -98,9 +98,13 @@ class Backend {
   // Inputs may point into a memory-mapped file; inputs that alias the same bytes (a tied lm_head)
   // alias each other in the result too, laid out for Linear if either is. The results share
   // Buffers that outlive the inputs.
+  // `quant_of`: the quantized Linear weight this tensor is a part of (its codes, scales or zero
+  // points), which the backend may likewise store in a layout of its kernels' choosing (all parts
+  // alike; QuantTensor::data's layout tells). Not owned; only read during the call.
   struct WeightToPlace {
     Tensor tensor;
     bool linear = false;
+    const QuantTensor* quant_of = nullptr;
   };
   virtual std::vector<Tensor> PlaceWeights(std::span<const WeightToPlace> weights) = 0;
 

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <vector>
+
 #include "tensor/quant_blocks.h"
 
 namespace xinfer {
@@ -86,23 +88,44 @@ size_t QuantTensor::size_bytes() const {
   return bytes;
 }
 
+namespace {
+
+// One AWQ4 row from its codes, group scales and zero points.
+void DequantizeAwqRow(const uint8_t* src, const float* s, const float* z, int64_t cols,
+                      int64_t group_size, float* out) {
+  for (int64_t g = 0; g < cols / group_size; ++g) {
+    const uint8_t* q = src + g * group_size / 2;
+    float* o = out + g * group_size;
+    for (int64_t i = 0; i < group_size / 2; ++i) {
+      o[2 * i] = (static_cast<float>(q[i] & 0xF) - z[g]) * s[g];
+      o[2 * i + 1] = (static_cast<float>(q[i] >> 4) - z[g]) * s[g];
+    }
+  }
+}
+
+}  // namespace
+
 void DequantizeRow(const QuantTensor& w, int64_t r, float* out) {
+  if (w.data.layout() != Layout::kRowMajor) {
+    // A tiled AWQ weight (tensor.h): gather the row's codes, scales and zero points.
+    XI_CHECK(w.type == QuantType::kAwq4 && w.scales.layout() == w.data.layout() &&
+             w.zeros.layout() == w.data.layout());
+    const int64_t groups = w.cols / w.group_size;
+    std::vector<uint8_t> q(w.row_bytes());
+    std::vector<float> s(groups), z(groups);
+    ReadRow(w.data, r, q.data());
+    ReadRow(w.scales, r, s.data());
+    ReadRow(w.zeros, r, z.data());
+    return DequantizeAwqRow(q.data(), s.data(), z.data(), w.cols, w.group_size, out);
+  }
   const uint8_t* src = w.row(r);
   if (w.type != QuantType::kAwq4) {
     DequantizeBlocks(w.type, src, w.cols, out);
     return;
   }
   const int64_t groups = w.cols / w.group_size;
-  const float* s = w.scales.data<float>() + r * groups;
-  const float* z = w.zeros.data<float>() + r * groups;
-  for (int64_t g = 0; g < groups; ++g) {
-    const uint8_t* q = src + g * w.group_size / 2;
-    float* o = out + g * w.group_size;
-    for (int64_t i = 0; i < w.group_size / 2; ++i) {
-      o[2 * i] = (static_cast<float>(q[i] & 0xF) - z[g]) * s[g];
-      o[2 * i + 1] = (static_cast<float>(q[i] >> 4) - z[g]) * s[g];
-    }
-  }
+  DequantizeAwqRow(src, w.scales.data<float>() + r * groups, w.zeros.data<float>() + r * groups,
+                   w.cols, w.group_size, out);
 }
 
 const Tensor& Weight::dense() const {

@@ -42,6 +42,8 @@ struct QuantTensor {
   int64_t cols = 0;  // K (input features); a multiple of the block / group size
   // GGML formats: U8 [rows, row_bytes()], each row cols / block_elems blocks in GGML layout.
   // kAwq4: U8 [rows, cols / 2], element k of a row in byte k / 2, low nibble for even k.
+  // Row-major, or (AWQ placed for the CPU's int8 broadcast-x kernel) kDwordTiles, then scales and
+  // zeros too (tensor.h): DequantizeRow reads either, row() only row-major data.
   Tensor data;
   // kAwq4 only: F32 [rows, cols / group_size] scales and zero points; x = (q - zero) * scale.
   Tensor scales;
@@ -50,6 +52,7 @@ struct QuantTensor {
 
   size_t row_bytes() const;
   const uint8_t* row(int64_t r) const {
+    XI_CHECK_MSG(data.layout() == Layout::kRowMajor, "row() of a tiled quantized weight");
     return static_cast<const uint8_t*>(data.raw()) + static_cast<size_t>(r) * row_bytes();
   }
   // All bytes the weight occupies (blocks, plus scales and zeros for AWQ).

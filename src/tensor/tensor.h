@@ -43,16 +43,26 @@ class PinnedHostBuffer : public Buffer {
 
 using Shape = std::vector<int64_t>;
 
-// How a 2-D tensor's rows lie in its bytes. kRowMajor: row r at r x row_bytes. kRowTiles (only
-// for Linear weights the CPU backend placed, backend.h): rows in groups of kTileRows, the last
+// How a 2-D tensor's rows lie in its bytes. kRowMajor: row r at r x row_bytes. The tiled layouts
+// (only for weights the CPU backend placed, backend.h) keep rows in groups of G rows, the last
 // group possibly shorter (nr rows); a group starts where row-major puts its first row, and holds
-// its rows' 64-byte units interleaved: unit u of row r at group_base + (u x nr + r % kTileRows)
-// x 64. A decode kernel that multiplies a group's rows side by side then reads one sequential
-// stream instead of kTileRows short ones (docs/performance.md, session 7). Same bytes in all;
-// rows must be a whole number of 64-byte units.
-enum class Layout : uint8_t { kRowMajor, kRowTiles };
+// its rows' U-byte units interleaved: unit u of row r at group_base + (u x nr + r % G) x U. Same
+// bytes as row-major; rows must be a whole number of units.
+//   kRowTiles (G = kTileRows = 6, U = 64): a decode kernel that multiplies a group's rows side by
+//     side reads one sequential stream instead of G short ones (docs/performance.md, session 7).
+//   kDwordTiles (G = 16, U = 4): 16 rows' dwords side by side, one 64-byte vector per unit, for
+//     kernels that keep one output row per 32-bit lane (AWQ codes, scales and zero points under
+//     the int8 broadcast-x kernel, cpu_kernels_int8_panels_avx512.cc).
+enum class Layout : uint8_t { kRowMajor, kRowTiles, kDwordTiles };
 inline constexpr int64_t kTileRows = 6;
 inline constexpr int64_t kTileUnitBytes = 64;
+inline constexpr int64_t kDwordTileRows = 16;
+struct TileGeometry {
+  int64_t rows;        // G
+  int64_t unit_bytes;  // U
+};
+// The geometry of a tiled layout (not kRowMajor).
+TileGeometry TileGeometryOf(Layout layout);
 std::string ShapeToString(const Shape& shape);
 int64_t NumElements(const Shape& shape);
 
@@ -95,9 +105,10 @@ class Tensor {
 int64_t RowBytes(const Tensor& t);
 // Copies row r of a 2-D tensor, in either layout, to dst in row order (RowBytes(t) bytes).
 void ReadRow(const Tensor& t, int64_t r, void* dst);
-// Row groups [g0, g1) of a [rows, row_bytes] row-major matrix at src, written in kRowTiles layout
-// to dst (the same size); groups are independent, so callers may split them across threads.
-void PackRowTiles(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t g0,
-                  int64_t g1);
+// Row groups [g0, g1) of a [rows, row_bytes] row-major matrix at src, written in the tiled
+// `layout` to dst (the same size); groups are independent, so callers may split them across
+// threads.
+void PackRowTiles(Layout layout, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes,
+                  int64_t g0, int64_t g1);
 
 }  // namespace xinfer

@@ -84,7 +84,8 @@ class CpuBackend : public Backend {
 
 // All weights go into one huge-page region, so only its end can hold a partial huge page, and
 // the pool copies them (page faults and the copy itself spread over the cores). Linear weights
-// the AVX-512 kernels take are stored in row tiles (tensor.h), the layout they stream fastest.
+// the AVX-512 kernels take are stored in row tiles (tensor.h), the layout they stream fastest;
+// AWQ weights the int8 broadcast-x kernel takes (codes, scales, zero points) in dword tiles.
 std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weights) {
   auto as_they_are = [&] {
     std::vector<Tensor> same;
@@ -94,19 +95,24 @@ std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weig
   if (mmap_weights_) return as_they_are();
   struct Range {
     size_t offset;
-    int64_t row_bytes;  // of the tensor that asked for row tiles
-    bool tiled;
+    int64_t row_bytes;  // of the tensor that asked for a tiled layout
+    Layout layout;
   };
   std::map<std::pair<const void*, size_t>, Range> ranges;  // distinct byte ranges
   size_t total = 0;
   for (const WeightToPlace& w : weights) {
     const Tensor& t = w.tensor;
     XI_CHECK(t.layout() == Layout::kRowMajor);
-    auto [it, inserted] = ranges.try_emplace({t.raw(), t.size_bytes()}, Range{total, 0, false});
+    auto [it, inserted] =
+        ranges.try_emplace({t.raw(), t.size_bytes()}, Range{total, 0, Layout::kRowMajor});
     if (inserted) total += (t.size_bytes() + 63) / 64 * 64;
-    if (w.linear && ops_.WantsRowTiles(t)) {
-      XI_CHECK(!it->second.tiled || it->second.row_bytes == RowBytes(t));
-      it->second = {it->second.offset, RowBytes(t), true};
+    Layout want = Layout::kRowMajor;
+    if (w.linear && ops_.WantsRowTiles(t)) want = Layout::kRowTiles;
+    if (w.quant_of != nullptr && ops_.WantsDwordTiles(*w.quant_of)) want = Layout::kDwordTiles;
+    if (want != Layout::kRowMajor) {
+      XI_CHECK(it->second.layout == Layout::kRowMajor ||
+               (it->second.layout == want && it->second.row_bytes == RowBytes(t)));
+      it->second = {it->second.offset, RowBytes(t), want};
     }
   }
   const size_t limit =
@@ -126,44 +132,45 @@ std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weig
     uint8_t* dst;
     size_t bytes;                                     // plain copy
     int64_t rows = 0, row_bytes = 0, g0 = 0, g1 = 0;  // tiled copy of groups [g0, g1)
+    Layout layout = Layout::kRowMajor;
   };
   constexpr size_t kPieceBytes = size_t{4} << 20;
   std::vector<Piece> pieces;
   for (const auto& [range, where] : ranges) {
     const auto* src = static_cast<const uint8_t*>(range.first);
-    if (where.tiled) {
+    if (where.layout != Layout::kRowMajor) {
       const int64_t row_bytes = where.row_bytes;
       const int64_t rows = static_cast<int64_t>(range.second) / row_bytes;
-      const int64_t groups = (rows + kTileRows - 1) / kTileRows;
+      const int64_t g_rows = TileGeometryOf(where.layout).rows;
+      const int64_t groups = (rows + g_rows - 1) / g_rows;
       const int64_t per_piece =
-          std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes) / (kTileRows * row_bytes));
+          std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes) / (g_rows * row_bytes));
       for (int64_t g = 0; g < groups; g += per_piece)
-        pieces.push_back(
-            {src, base + where.offset, 0, rows, row_bytes, g, std::min(groups, g + per_piece)});
+        pieces.push_back({src, base + where.offset, 0, rows, row_bytes, g,
+                          std::min(groups, g + per_piece), where.layout});
     } else {
       for (size_t b = 0; b < range.second; b += kPieceBytes)
         pieces.push_back(
             {src + b, base + where.offset + b, std::min(kPieceBytes, range.second - b)});
     }
   }
-  ops_.pool().ParallelRanges(static_cast<int64_t>(pieces.size()), 1,
-                             [&](int64_t b, int64_t e, int) {
-                               for (int64_t i = b; i < e; ++i) {
-                                 const Piece& p = pieces[i];
-                                 if (p.rows > 0) {
-                                   PackRowTiles(p.src, p.dst, p.rows, p.row_bytes, p.g0, p.g1);
-                                 } else {
-                                   std::memcpy(p.dst, p.src, p.bytes);
-                                 }
-                               }
-                             });
+  ops_.pool().ParallelRanges(
+      static_cast<int64_t>(pieces.size()), 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) {
+          const Piece& p = pieces[i];
+          if (p.rows > 0) {
+            PackRowTiles(p.layout, p.src, p.dst, p.rows, p.row_bytes, p.g0, p.g1);
+          } else {
+            std::memcpy(p.dst, p.src, p.bytes);
+          }
+        }
+      });
   std::vector<Tensor> placed;
   placed.reserve(weights.size());
   for (const WeightToPlace& w : weights) {
     const Tensor& t = w.tensor;
     const Range& r = ranges.at({t.raw(), t.size_bytes()});
-    placed.emplace_back(buffer, r.offset, t.dtype(), t.shape(),
-                        r.tiled ? Layout::kRowTiles : Layout::kRowMajor);
+    placed.emplace_back(buffer, r.offset, t.dtype(), t.shape(), r.layout);
   }
   return placed;
 }

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "base/huge_pages.h"
+#include "tensor/quant.h"
 
 namespace xinfer {
 namespace {
@@ -108,6 +109,48 @@ TEST(CpuBackendTest, LinearWeightsAreRowTiledWhereTheKernelsReadThem) {
     // The last tile has 5 rows: unit 2 of row 202 (its row 4).
     const uint8_t* last = base + 198 * 192 + (2 * 5 + 4) * 64;
     EXPECT_EQ(std::memcmp(last, static_cast<const uint8_t*>(lm.raw()) + 202 * 192 + 128, 64), 0);
+  }
+}
+
+// AWQ g128 Linear parts (codes, scales, zero points) go into dword tiles when the int8 broadcast-x
+// kernel will read them (int8 activations on an AVX2 CPU without AVX512-VNNI), every row intact;
+// otherwise, and for AWQ tensors not marked as a Linear weight's parts, they stay row-major.
+TEST(CpuBackendTest, AwqPartsAreDwordTiledForTheInt8Kernel) {
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  for (bool int8 : {false, true}) {
+    auto backend = CreateCpuBackend({.int8_activations = int8});
+    QuantTensor w;
+    w.type = QuantType::kAwq4;
+    w.rows = 37;  // two panels of 16 and one of 5
+    w.cols = 256;
+    w.group_size = 128;
+    w.data = Filled(*backend, DType::kU8, {37, 128}, 1);
+    w.scales = Filled(*backend, DType::kF32, {37, 2}, 2);
+    w.zeros = Filled(*backend, DType::kF32, {37, 2}, 3);
+    Tensor other = Filled(*backend, DType::kU8, {37, 128}, 4);
+    std::vector<Tensor> placed = backend->PlaceWeights(
+        {{{w.data, false, &w}, {w.scales, false, &w}, {w.zeros, false, &w}, {other, false}}});
+    ASSERT_EQ(placed.size(), 4u);
+    // FastCpuOps::WantsDwordTiles
+    const bool tiles = int8 && f.avx2 && !(f.avx512 && f.avx512_vnni);
+    for (int i : {0, 1, 2})
+      EXPECT_EQ(placed[i].layout(), tiles ? Layout::kDwordTiles : Layout::kRowMajor) << i;
+    EXPECT_EQ(placed[3].layout(), Layout::kRowMajor);
+    for (auto [got, want] : {std::pair{placed[0], w.data}, std::pair{placed[1], w.scales},
+                             std::pair{placed[2], w.zeros}, std::pair{placed[3], other}}) {
+      std::vector<uint8_t> a(RowBytes(want)), b(RowBytes(want));
+      for (int64_t r = 0; r < want.dim(0); ++r) {
+        ReadRow(got, r, a.data());
+        ReadRow(want, r, b.data());
+        ASSERT_EQ(a, b) << "row " << r;
+      }
+    }
+    if (tiles) {  // dword 3 of row 20 (panel 1, its row 4) and of row 33 (the 5-row panel's 1)
+      const auto* base = static_cast<const uint8_t*>(placed[0].raw());
+      const auto* src = static_cast<const uint8_t*>(w.data.raw());
+      EXPECT_EQ(std::memcmp(base + 16 * 128 + (3 * 16 + 4) * 4, src + 20 * 128 + 12, 4), 0);
+      EXPECT_EQ(std::memcmp(base + 32 * 128 + (3 * 5 + 1) * 4, src + 33 * 128 + 12, 4), 0);
+    }
   }
 }
 

@@ -248,7 +248,10 @@ bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
 }
 
 void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,
-                  float* xd, int64_t ldxd) {
+                  float* xd, int64_t ldxd, bool awq_order) {
+  // awq_order: each 8-byte chunk as elements 0, 2, 4, 6, 1, 3, 5, 7.
+  const __m256i awq_shuffle = _mm256_setr_epi64x(0x0705030106040200, 0x0F0D0B090E0C0A08,
+                                                 0x0705030106040200, 0x0F0D0B090E0C0A08);
   const __m256 sign_bit = _mm256_set1_ps(-0.f);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < k / 32; ++b) {
@@ -271,7 +274,8 @@ void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* 
       const __m256i w01 = _mm256_packs_epi32(q[0], q[1]), w23 = _mm256_packs_epi32(q[2], q[3]);
       const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23),
                                                         _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + r * ldxq + 32 * b), bytes);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + r * ldxq + 32 * b),
+                          awq_order ? _mm256_shuffle_epi8(bytes, awq_shuffle) : bytes);
       // The block's int8 sum, for the K-quants' mins: vpmaddubsw of ones with x, then pairs.
       const __m256i sums =
           _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes), _mm256_set1_epi16(1));
@@ -279,12 +283,14 @@ void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* 
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
       xd[r * ldxd + 2 * b] = d;
-      xd[r * ldxd + 2 * b + 1] = d * static_cast<float>(_mm_cvtsi128_si32(s4));
+      const float sum = static_cast<float>(_mm_cvtsi128_si32(s4));
+      xd[r * ldxd + 2 * b + 1] = awq_order ? sum : d * sum;
     }
   }
 }
 
 void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  if (t.w->type == QuantType::kAwq4) return QuantLinearInt8AwqPanels(t, t0, t1, n0, n1);
   int8_block::Linear<Avx2Tiles>(t, t0, t1, n0, n1);
 }
 

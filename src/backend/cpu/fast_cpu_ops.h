@@ -30,6 +30,11 @@ class FastCpuOps : public CpuOps {
   // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.
   // XINFER_ROW_TILES=0 keeps row-major weights (A/B measurements).
   bool WantsRowTiles(const Tensor& w) const;
+  // Whether QuantLinear runs `w` on the AVX-512 broadcast-x int8 kernel for AWQ g128, which reads
+  // the codes, scales and zero points in dword tiles (tensor.h); PlaceWeights then stores them
+  // so, and QuantLinear takes them on that kernel only. XINFER_AWQ_PANELS=0 keeps row-major AWQ
+  // weights on the row-major int8 kernel (A/B measurements).
+  bool WantsDwordTiles(const QuantTensor& w) const;
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
   using Ops::Linear;  // the Weight overload (quantized weights) beside the override below

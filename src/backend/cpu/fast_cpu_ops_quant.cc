@@ -4,6 +4,8 @@
 // parts as one job. See fast_cpu_ops.h for ownership and threading.
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <string_view>
 
 #include "backend/cpu/fast_cpu_ops.h"
 #include "backend/cpu/fast_cpu_ops_internal.h"
@@ -16,6 +18,9 @@ using fast_cpu_ops_internal::kMinParallelMacs;
 using fast_cpu_ops_internal::MinUnits;
 
 FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
+  // AWQ in dword tiles (WantsDwordTiles) has one reader: the AVX2 broadcast-x kernel.
+  if (w.data.layout() == Layout::kDwordTiles)
+    return cpu::avx2::Int8AwqPanelsSupports(w, features_) ? Int8Isa::kAvx2 : Int8Isa::kNone;
   if (features_.avx512 && cpu::avx512::Int8DotSupports(w, features_)) return Int8Isa::kAvx512;
   if (cpu::avx2::Int8DotSupports(w, features_)) return Int8Isa::kAvx2;
   if (cpu::neon::Int8DotSupports(w, features_)) return Int8Isa::kNeon;
@@ -23,7 +28,22 @@ FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
 }
 
 bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
+  // Only the int8 kernel reads dword tiles, and PlaceWeights stores them only for it.
+  XI_CHECK_MSG(w.data.layout() != Layout::kDwordTiles ||
+                   (int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone),
+               "an AWQ weight in dword tiles needs the int8 kernel (WantsDwordTiles)");
   return int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone;
+}
+
+bool FastCpuOps::WantsDwordTiles(const QuantTensor& w) const {
+  static const bool enabled = [] {
+    const char* e = std::getenv("XINFER_AWQ_PANELS");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  // AVX512-VNNI CPUs keep the row-major AWQ weight on their own int8 kernel.
+  return enabled && int8_activations_ && w.data.layout() == Layout::kRowMajor &&
+         cpu::avx2::Int8AwqPanelsSupports(w, features_) &&
+         !(features_.avx512 && cpu::avx512::Int8DotSupports(w, features_));
 }
 
 void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
@@ -56,7 +76,8 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
   if (kind == QuantKernel::kOther) return false;
   for (const LinearOut& p : parts)
     if (!p.w->quantized() || p.w->quant().type != parts[0].w->quant().type ||
-        p.w->quant().cols != parts[0].w->quant().cols || QuantKernelFor(p.w->quant()) != kind)
+        p.w->quant().cols != parts[0].w->quant().cols || QuantKernelFor(p.w->quant()) != kind ||
+        p.w->quant().data.layout() != parts[0].w->quant().data.layout())
       return false;
   std::array<cpu::QuantLinearTask, kMaxLinearParts> tasks;
   std::array<int64_t, kMaxLinearParts + 1> unit_start{};
@@ -238,7 +259,8 @@ FastCpuOps::Int8Isa FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor&
     if (isa == Int8Isa::kAvx512) {
       cpu::avx512::Int8PrepareX(w.type, xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
     } else if (isa == Int8Isa::kAvx2) {
-      cpu::avx2::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
+      cpu::avx2::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux,
+                              /*awq_order=*/w.type == QuantType::kAwq4);
     } else {
       cpu::neon::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
     }

@@ -53,8 +53,9 @@ class FastCpuOpsTest : public ::testing::Test {
   // A copy of the row-major weight `w` in row tiles (tensor.h).
   Tensor RowTiled(const Tensor& w) {
     Tensor t = backend_->NewTensor(w.dtype(), w.shape());
-    PackRowTiles(static_cast<const uint8_t*>(w.raw()), static_cast<uint8_t*>(t.raw()), w.dim(0),
-                 RowBytes(w), 0, (w.dim(0) + kTileRows - 1) / kTileRows);
+    PackRowTiles(Layout::kRowTiles, static_cast<const uint8_t*>(w.raw()),
+                 static_cast<uint8_t*>(t.raw()), w.dim(0), RowBytes(w), 0,
+                 (w.dim(0) + kTileRows - 1) / kTileRows);
     return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
   }
   void ExpectLinearManyMatchesSeparate(Ops& ops, const Tensor& x, const std::vector<Weight>& w,

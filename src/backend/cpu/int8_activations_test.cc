@@ -85,6 +85,48 @@ class Int8ActivationsTest : public ::testing::Test {
   static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
     return std::memcmp(a, b, n * sizeof(float)) == 0;
   }
+  // `got` = x w^T + bias as the plain int8 evaluation gives it (w row-major): Q4_0 / Q8_0 / AWQ
+  // from integer block dots of the bytes as the formats describe them (exact_blocks), the other
+  // formats from the engine's dequantized row (DequantizeRow, checked against ggml's bytes by the
+  // round-trip tests) against the int8 x.
+  static void ExpectMatchesPlainInt8(const QuantTensor& w, const Tensor& x, const Tensor& bias,
+                                     const Tensor& got, bool exact_blocks,
+                                     const std::string& label) {
+    const int64_t t = x.dim(0), n = w.rows, k = w.cols, blocks = k / 32;
+    for (int64_t i = 0; i < t; ++i) {
+      std::vector<float> xd(blocks);
+      std::vector<int8_t> xq(k);
+      for (int64_t b = 0; b < blocks; ++b)
+        QuantizeXBlock(x.data<float>() + i * k + 32 * b, xd[b], &xq[32 * b]);
+      for (int64_t r = 0; r < n; ++r) {
+        double want = bias.data<float>()[r], mag = std::fabs(want);
+        std::vector<float> row(k);
+        if (!exact_blocks) DequantizeRow(w, r, row.data());
+        for (int64_t b = 0; b < blocks; ++b) {
+          double term = 0;
+          if (exact_blocks) {
+            float wd;
+            int wq[32];
+            WeightBlock(w, r, b, wd, wq);
+            int64_t dot = 0;
+            for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(wq[j]) * xq[32 * b + j];
+            term = static_cast<double>(wd) * xd[b] * static_cast<double>(dot);
+            mag += std::fabs(term);
+          } else {
+            for (int j = 0; j < 32; ++j) {
+              const double p = static_cast<double>(row[32 * b + j]) * xq[32 * b + j] * xd[b];
+              term += p;
+              mag += std::fabs(p);
+            }
+          }
+          want += term;
+        }
+        ASSERT_NEAR(got.data<float>()[i * n + r], want, 1e-5 * mag + 1e-6)
+            << label << " row " << i << " col " << r;
+      }
+    }
+  }
+  QuantTensor DwordTiled(const QuantTensor& w) { return DwordTiledCopy(*backend_, w); }
 
   const cpu::CpuFeatures& features_ = cpu::DetectCpuFeatures();
   std::unique_ptr<Backend> backend_ = CreateCpuBackend();
@@ -122,42 +164,8 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
     Tensor full = backend_->NewTensor(DType::kF32, {t, n});
     ops.QuantLinear(x, w, &bias, full);
 
-    const int64_t blocks = c.k / 32;
-    for (int64_t i = 0; i < t; ++i) {
-      std::vector<float> xd(blocks);
-      std::vector<int8_t> xq(c.k);
-      for (int64_t b = 0; b < blocks; ++b)
-        QuantizeXBlock(x.data<float>() + i * c.k + 32 * b, xd[b], &xq[32 * b]);
-      for (int64_t r = 0; r < n; ++r) {
-        double want = bias.data<float>()[r], mag = std::fabs(want);
-        // Q4_0 / Q8_0 / AWQ: integer block dots from the bytes as the formats describe them;
-        // the other formats: the engine's dequantized row (DequantizeRow, checked against
-        // ggml's bytes by the round-trip tests) against the int8 x.
-        std::vector<float> row(c.k);
-        if (!exact_blocks) DequantizeRow(w, r, row.data());
-        for (int64_t b = 0; b < blocks; ++b) {
-          double term = 0;
-          if (exact_blocks) {
-            float wd;
-            int wq[32];
-            WeightBlock(w, r, b, wd, wq);
-            int64_t dot = 0;
-            for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(wq[j]) * xq[32 * b + j];
-            term = static_cast<double>(wd) * xd[b] * static_cast<double>(dot);
-            mag += std::fabs(term);
-          } else {
-            for (int j = 0; j < 32; ++j) {
-              const double p = static_cast<double>(row[32 * b + j]) * xq[32 * b + j] * xd[b];
-              term += p;
-              mag += std::fabs(p);
-            }
-          }
-          want += term;
-        }
-        ASSERT_NEAR(full.data<float>()[i * n + r], want, 1e-5 * mag + 1e-6)
-            << label << " row " << i << " col " << r;
-      }
-    }
+    ExpectMatchesPlainInt8(w, x, bias, full, exact_blocks, label);
+    if (HasFatalFailure()) return;
     // The zero row gives the bias exactly.
     ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
 
@@ -176,6 +184,80 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
       }
     }
   }
+}
+
+// AWQ g128 as CpuBackend places it with int8 activations on AVX2 CPUs without AVX512-VNNI: codes,
+// scales and zero points in dword tiles for the broadcast-x kernel (cpu_kernels_int8_awq_avx2.cc;
+// AVX-512 CPUs run it too when handed such a weight, as here).
+// Against the plain int8 evaluation of the row-major weight; bitwise invariant to the rows of x
+// per call, the threads and the LinearMany grouping; rows in whole 16-row panels and a short last
+// one; DequantizeRow reads the tiles.
+TEST_F(Int8ActivationsTest, AwqInDwordTilesMatchesThePlainInt8EvaluationAndIsBatchInvariant) {
+  if (!features_.avx2) GTEST_SKIP() << "the broadcast-x AWQ kernel needs AVX2";
+  for (int64_t k : {128, 896}) {
+    for (int64_t n : {16, 77, 160, 8, 5, 29}) {
+      const std::string label = "AWQ K=" + std::to_string(k) + " N=" + std::to_string(n);
+      const int64_t t = 19;
+      QuantTensor w =
+          MakeQuant(*backend_, QuantType::kAwq4, n, k, static_cast<uint32_t>(n + k), nullptr, 128);
+      QuantTensor tiled = DwordTiled(w);
+      std::vector<float> a(k), b(k);
+      for (int64_t r : {int64_t{0}, n / 2, n - 1}) {
+        DequantizeRow(w, r, a.data());
+        DequantizeRow(tiled, r, b.data());
+        ASSERT_TRUE(BitwiseEqual(a.data(), b.data(), k)) << label << " DequantizeRow " << r;
+      }
+      Tensor x = RandomX(t, k);
+      std::fill_n(x.data<float>() + 3 * k, k, 0.f);
+      x.data<float>()[5 * k + 7] = 1000.f;
+      Tensor bias = RandomX(1, n);
+      FastCpuOps ops(false, 2, /*int8_activations=*/true);
+      // AVX512-VNNI CPUs keep AWQ row-major, on their own int8 kernel.
+      ASSERT_EQ(ops.WantsDwordTiles(w), !Avx512Int8()) << label;
+      ASSERT_FALSE(ops.WantsDwordTiles(tiled)) << label;
+      ASSERT_TRUE(ops.UsesInt8Activations(tiled)) << label;
+      Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+      ops.QuantLinear(x, tiled, &bias, full);
+      ExpectMatchesPlainInt8(w, x, bias, full, /*exact_blocks=*/true, label);
+      if (HasFatalFailure()) return;
+      ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
+      for (int threads : {1, 3}) {
+        FastCpuOps ops_n(false, threads, true);
+        for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
+          for (int64_t r = 0; r < t; r += chunk) {
+            const int64_t e = std::min(t, r + chunk);
+            Tensor xs = backend_->NewTensor(DType::kF32, {e - r, k});
+            std::memcpy(xs.raw(), x.data<float>() + r * k, (e - r) * k * sizeof(float));
+            Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+            ops_n.QuantLinear(xs, tiled, &bias, ys);
+            ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+                << label << " rows " << r << ".." << e << " threads " << threads;
+          }
+        }
+      }
+    }
+  }
+  // q/k/v-like tiled parts as one LinearMany job: bitwise the separate calls.
+  std::vector<Weight> parts;
+  std::vector<Tensor> biases;
+  for (int64_t n : {203, 37, 48}) {
+    parts.emplace_back(DwordTiled(
+        MakeQuant(*backend_, QuantType::kAwq4, n, 256, static_cast<uint32_t>(n), nullptr, 128)));
+    biases.push_back(RandomX(1, n));
+  }
+  for (int64_t t : {1, 5, 9}) {
+    Tensor x = RandomX(t, 256);
+    for (int threads : {1, 3}) {
+      FastCpuOps ops(false, threads, true);
+      ExpectLinearManyMatchesSeparate(*backend_, ops, x, parts, biases,
+                                      "tiled AWQ threads " + std::to_string(threads));
+      if (HasFatalFailure()) return;
+    }
+  }
+  // Without int8 activations the weights stay row-major.
+  FastCpuOps plain(false, 2);
+  EXPECT_FALSE(
+      plain.WantsDwordTiles(MakeQuant(*backend_, QuantType::kAwq4, 16, 128, 1, nullptr, 128)));
 }
 
 // Without the option, and for formats the int8 kernel does not take, nothing changes: the

@@ -1,5 +1,7 @@
 #include <fmt/core.h>
 
+#include <memory>
+
 #include "model/awq.h"
 #include "model/layers/decoder.h"
 
@@ -42,26 +44,27 @@ Status LoadDense(const WeightStore& store, const std::string& name, const Shape&
   return Status::Ok();
 }
 
-// Calls f(Tensor&, linear) on every non-empty tensor of `w` in a fixed order (`linear`: the
-// tensor is a dense Linear weight), rebuilding each Weight from the (possibly replaced) tensors
-// afterwards.
+// Calls f(Tensor&, linear, quant_of) on every non-empty tensor of `w` in a fixed order
+// (`linear`: the tensor is a dense Linear weight; `quant_of`: the quantized Linear weight it is a
+// part of, else null), rebuilding each Weight from the (possibly replaced) tensors afterwards.
 template <typename F>
 void ForEachWeightTensor(DecoderWeights& w, F&& f) {
   auto weight = [&](Weight& wt, bool linear) {
     if (wt.empty()) return;
     if (wt.quantized()) {
       QuantTensor q = wt.quant();
+      const QuantTensor before = q;
       for (Tensor* t : {&q.data, &q.scales, &q.zeros})
-        if (!t->empty()) f(*t, false);
+        if (!t->empty()) f(*t, false, linear ? &before : nullptr);
       wt = Weight(std::move(q));
     } else {
       Tensor t = wt.dense();
-      f(t, linear);
+      f(t, linear, nullptr);
       wt = Weight(std::move(t));
     }
   };
   auto tensor = [&](Tensor& t) {
-    if (!t.empty()) f(t, false);
+    if (!t.empty()) f(t, false, nullptr);
   };
   weight(w.embed_tokens, /*linear=*/false);
   weight(w.lm_head, /*linear=*/true);
@@ -112,11 +115,21 @@ int64_t DecoderParameterCount(const DecoderWeights& w) {
 
 void PlaceDecoderWeights(DecoderWeights& w, Backend& backend) {
   std::vector<Backend::WeightToPlace> host;
-  ForEachWeightTensor(w, [&](Tensor& t, bool linear) { host.push_back({t, linear}); });
+  // The QuantTensors host's quant_of point to must outlive PlaceWeights: keep copies here.
+  std::vector<std::unique_ptr<QuantTensor>> quant_parts;
+  ForEachWeightTensor(w, [&](Tensor& t, bool linear, const QuantTensor* quant_of) {
+    const QuantTensor* owner = nullptr;
+    if (quant_of != nullptr) {
+      if (quant_parts.empty() || quant_parts.back()->data.raw() != quant_of->data.raw())
+        quant_parts.push_back(std::make_unique<QuantTensor>(*quant_of));
+      owner = quant_parts.back().get();
+    }
+    host.push_back({t, linear, owner});
+  });
   std::vector<Tensor> placed = backend.PlaceWeights(host);
   XI_CHECK(placed.size() == host.size());
   size_t next = 0;
-  ForEachWeightTensor(w, [&](Tensor& t, bool) { t = placed[next++]; });
+  ForEachWeightTensor(w, [&](Tensor& t, bool, const QuantTensor*) { t = placed[next++]; });
 }
 
 StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const ModelConfig& c,

@@ -127,6 +127,25 @@ class Int8ActivationsTest : public ::testing::Test {
     }
   }
   QuantTensor DwordTiled(const QuantTensor& w) { return DwordTiledCopy(*backend_, w); }
+  // The rows of x in calls of 1..5 and 19 rows, on 1 and 3 threads, give bitwise `full`.
+  void ExpectBitwiseBatchInvariant(const QuantTensor& w, const Tensor& x, const Tensor& bias,
+                                   const Tensor& full, const std::string& label) {
+    const int64_t t = x.dim(0), k = w.cols, n = w.rows;
+    for (int threads : {1, 3}) {
+      FastCpuOps ops_n(false, threads, true);
+      for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
+        for (int64_t r = 0; r < t; r += chunk) {
+          const int64_t e = std::min(t, r + chunk);
+          Tensor xs = backend_->NewTensor(DType::kF32, {e - r, k});
+          std::memcpy(xs.raw(), x.data<float>() + r * k, (e - r) * k * sizeof(float));
+          Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+          ops_n.QuantLinear(xs, w, &bias, ys);
+          ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+              << label << " rows " << r << ".." << e << " threads " << threads;
+        }
+      }
+    }
+  }
 
   const cpu::CpuFeatures& features_ = cpu::DetectCpuFeatures();
   std::unique_ptr<Backend> backend_ = CreateCpuBackend();
@@ -169,20 +188,8 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
     // The zero row gives the bias exactly.
     ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
 
-    for (int threads : {1, 3}) {
-      FastCpuOps ops_n(false, threads, true);
-      for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
-        for (int64_t r = 0; r < t; r += chunk) {
-          const int64_t e = std::min(t, r + chunk);
-          Tensor xs = backend_->NewTensor(DType::kF32, {e - r, c.k});
-          std::memcpy(xs.raw(), x.data<float>() + r * c.k, (e - r) * c.k * sizeof(float));
-          Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-          ops_n.QuantLinear(xs, w, &bias, ys);
-          ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-              << label << " rows " << r << ".." << e << " threads " << threads;
-        }
-      }
-    }
+    ExpectBitwiseBatchInvariant(w, x, bias, full, label);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -221,20 +228,8 @@ TEST_F(Int8ActivationsTest, AwqInDwordTilesMatchesThePlainInt8EvaluationAndIsBat
       ExpectMatchesPlainInt8(w, x, bias, full, /*exact_blocks=*/true, label);
       if (HasFatalFailure()) return;
       ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
-      for (int threads : {1, 3}) {
-        FastCpuOps ops_n(false, threads, true);
-        for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
-          for (int64_t r = 0; r < t; r += chunk) {
-            const int64_t e = std::min(t, r + chunk);
-            Tensor xs = backend_->NewTensor(DType::kF32, {e - r, k});
-            std::memcpy(xs.raw(), x.data<float>() + r * k, (e - r) * k * sizeof(float));
-            Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-            ops_n.QuantLinear(xs, tiled, &bias, ys);
-            ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-                << label << " rows " << r << ".." << e << " threads " << threads;
-          }
-        }
-      }
+      ExpectBitwiseBatchInvariant(tiled, x, bias, full, label);
+      if (HasFatalFailure()) return;
     }
   }
   // q/k/v-like tiled parts as one LinearMany job: bitwise the separate calls.

@@ -116,11 +116,11 @@ void BM_QuantLinear(benchmark::State& state) {
                                            : MakeOps(state.range(4) == 1);
   Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
-  // AWQ4 with group 128, as Qwen's AWQ checkpoints; in dword tiles where the int8 path's kernel
-  // reads them so (as CpuBackend::PlaceWeights stores them).
+  // AWQ4 with group 128, as Qwen's AWQ checkpoints; in the panel layout where the int8 path's
+  // kernel reads it (as CpuBackend::PlaceWeights stores it).
   QuantTensor w = MakeQuant(TheBackend(), type, n, k, 2, nullptr, 128);
-  if (state.range(4) == 2 && static_cast<FastCpuOps&>(ops).WantsDwordTiles(w))
-    w = DwordTiledCopy(TheBackend(), w);
+  if (state.range(4) == 2 && static_cast<FastCpuOps&>(ops).QuantLayoutFor(w) != Layout::kRowMajor)
+    w = PanelTiledCopy(TheBackend(), w);
   Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
   for (auto _ : state) {
     ops.QuantLinear(x, w, nullptr, y);

@@ -107,13 +107,13 @@ void DequantizeAwqRow(const uint8_t* src, const float* s, const float* z, int64_
 
 void DequantizeRow(const QuantTensor& w, int64_t r, float* out) {
   if (w.data.layout() != Layout::kRowMajor) {
-    // A tiled AWQ weight (tensor.h): gather the row's codes, scales and zero points.
-    XI_CHECK(w.type == QuantType::kAwq4 && w.scales.layout() == w.data.layout() &&
-             w.zeros.layout() == w.data.layout());
-    const int64_t groups = w.cols / w.group_size;
+    // A tiled weight (tensor.h): gather the row's bytes (and AWQ's scales and zero points).
     std::vector<uint8_t> q(w.row_bytes());
-    std::vector<float> s(groups), z(groups);
     ReadRow(w.data, r, q.data());
+    if (w.type != QuantType::kAwq4) return DequantizeBlocks(w.type, q.data(), w.cols, out);
+    XI_CHECK(w.scales.layout() == w.data.layout() && w.zeros.layout() == w.data.layout());
+    const int64_t groups = w.cols / w.group_size;
+    std::vector<float> s(groups), z(groups);
     ReadRow(w.scales, r, s.data());
     ReadRow(w.zeros, r, z.data());
     return DequantizeAwqRow(q.data(), s.data(), z.data(), w.cols, w.group_size, out);

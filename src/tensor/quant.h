@@ -42,8 +42,9 @@ struct QuantTensor {
   int64_t cols = 0;  // K (input features); a multiple of the block / group size
   // GGML formats: U8 [rows, row_bytes()], each row cols / block_elems blocks in GGML layout.
   // kAwq4: U8 [rows, cols / 2], element k of a row in byte k / 2, low nibble for even k.
-  // Row-major, or (AWQ placed for the CPU's int8 broadcast-x kernel) kDwordTiles, then scales and
-  // zeros too (tensor.h): DequantizeRow reads either, row() only row-major data.
+  // Row-major, or as the CPU backend places it for its AVX2 int8 broadcast-x kernel (tensor.h):
+  // AWQ in kDwordTiles (then scales and zeros too), Q4_0 in kQ4_0Tiles. DequantizeRow reads every
+  // layout, row() only row-major data.
   Tensor data;
   // kAwq4 only: F32 [rows, cols / group_size] scales and zero points; x = (q - zero) * scale.
   Tensor scales;

@@ -29,9 +29,13 @@ Tensor::Tensor(std::shared_ptr<Buffer> buffer, size_t offset, DType dtype, Shape
       layout_(layout) {
   XI_CHECK(buffer_ != nullptr);
   XI_CHECK_MSG(offset_ + size_bytes() <= buffer_->size_bytes(), "tensor exceeds its buffer");
-  if (layout_ != Layout::kRowMajor)
-    XI_CHECK_MSG(rank() == 2 && RowBytes(*this) % TileGeometryOf(layout_).unit_bytes == 0,
-                 "a tiled layout needs a 2-D tensor of whole units per row");
+  if (layout_ != Layout::kRowMajor) {
+    XI_CHECK_MSG(rank() == 2, "a tiled layout needs a 2-D tensor");
+    const TileGeometry g = TileGeometryOf(layout_);
+    const int64_t block = g.block_bytes > 0 ? g.block_bytes : RowBytes(*this);
+    XI_CHECK_MSG(RowBytes(*this) % block == 0 && (block - g.head_bytes) % g.unit_bytes == 0,
+                 "a tiled layout needs rows of whole blocks of whole units");
+  }
 }
 
 Tensor Tensor::Reshaped(Shape shape) const {
@@ -61,12 +65,33 @@ TileGeometry TileGeometryOf(Layout layout) {
       return {kTileRows, kTileUnitBytes};
     case Layout::kDwordTiles:
       return {kDwordTileRows, 4};
+    case Layout::kQ4_0Tiles:
+      return {kDwordTileRows, 4, 18, 2};
     case Layout::kRowMajor:
       break;
   }
   XI_CHECK_MSG(false, "row-major is not a tiled layout");
   return {};
 }
+
+namespace {
+
+// Calls copy(tiled_offset, row_offset, bytes) for every head and unit of row j (of nr) of a
+// group, offsets from the group's base in the tiled layout and from the row's start.
+template <class Copy>
+void ForEachPiece(const TileGeometry& g, int64_t row_bytes, int64_t nr, int64_t j, Copy&& copy) {
+  const int64_t block = g.block_bytes > 0 ? g.block_bytes : row_bytes;
+  const int64_t units = (block - g.head_bytes) / g.unit_bytes;
+  for (int64_t b = 0; b < row_bytes / block; ++b) {
+    const int64_t base = b * block * nr;
+    if (g.head_bytes > 0) copy(base + j * g.head_bytes, b * block, g.head_bytes);
+    for (int64_t u = 0; u < units; ++u)
+      copy(base + g.head_bytes * nr + (u * nr + j) * g.unit_bytes,
+           b * block + g.head_bytes + u * g.unit_bytes, g.unit_bytes);
+  }
+}
+
+}  // namespace
 
 void ReadRow(const Tensor& t, int64_t r, void* dst) {
   XI_CHECK(t.rank() == 2 && 0 <= r && r < t.dim(0));
@@ -76,34 +101,34 @@ void ReadRow(const Tensor& t, int64_t r, void* dst) {
     std::memcpy(dst, base + r * row_bytes, static_cast<size_t>(row_bytes));
     return;
   }
-  const auto [g_rows, unit] = TileGeometryOf(t.layout());
-  const int64_t group = r / g_rows, j = r % g_rows;
-  const int64_t nr = std::min(g_rows, t.dim(0) - group * g_rows);
-  const uint8_t* g = base + group * g_rows * row_bytes;
+  const TileGeometry g = TileGeometryOf(t.layout());
+  const int64_t group = r / g.rows;
+  const int64_t nr = std::min(g.rows, t.dim(0) - group * g.rows);
+  const uint8_t* gb = base + group * g.rows * row_bytes;
   auto* out = static_cast<uint8_t*>(dst);
-  for (int64_t u = 0; u < row_bytes / unit; ++u)
-    std::memcpy(out + u * unit, g + (u * nr + j) * unit, static_cast<size_t>(unit));
+  ForEachPiece(g, row_bytes, nr, r % g.rows, [&](int64_t tiled, int64_t in_row, int64_t bytes) {
+    std::memcpy(out + in_row, gb + tiled, static_cast<size_t>(bytes));
+  });
 }
 
 void PackRowTiles(Layout layout, const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes,
                   int64_t g0, int64_t g1) {
-  const auto [g_rows, unit] = TileGeometryOf(layout);
-  XI_CHECK(row_bytes % unit == 0);
-  const int64_t units = row_bytes / unit;
-  for (int64_t g = g0; g < g1; ++g) {
-    const int64_t r0 = g * g_rows, nr = std::min(g_rows, rows - r0);
+  const TileGeometry g = TileGeometryOf(layout);
+  for (int64_t grp = g0; grp < g1; ++grp) {
+    const int64_t r0 = grp * g.rows, nr = std::min(g.rows, rows - r0);
     const uint8_t* s = src + r0 * row_bytes;
     uint8_t* d = dst + r0 * row_bytes;
-    if (unit == 4) {  // kDwordTiles: one constant-size copy per dword (~50M for a 0.5B model)
-      for (int64_t u = 0; u < units; ++u)
-        for (int64_t j = 0; j < nr; ++j)
-          std::memcpy(d + (u * nr + j) * 4, s + j * row_bytes + u * 4, 4);
-      continue;
+    for (int64_t j = 0; j < nr; ++j) {
+      const uint8_t* row = s + j * row_bytes;
+      if (g.unit_bytes == 4 && g.head_bytes == 0) {  // kDwordTiles: constant-size copies
+        const int64_t units = row_bytes / 4;
+        for (int64_t u = 0; u < units; ++u) std::memcpy(d + (u * nr + j) * 4, row + u * 4, 4);
+        continue;
+      }
+      ForEachPiece(g, row_bytes, nr, j, [&](int64_t tiled, int64_t in_row, int64_t bytes) {
+        std::memcpy(d + tiled, row + in_row, static_cast<size_t>(bytes));
+      });
     }
-    for (int64_t u = 0; u < units; ++u)
-      for (int64_t j = 0; j < nr; ++j)
-        std::memcpy(d + (u * nr + j) * unit, s + j * row_bytes + u * unit,
-                    static_cast<size_t>(unit));
   }
 }
 

@@ -45,21 +45,29 @@ using Shape = std::vector<int64_t>;
 
 // How a 2-D tensor's rows lie in its bytes. kRowMajor: row r at r x row_bytes. The tiled layouts
 // (only for weights the CPU backend placed, backend.h) keep rows in groups of G rows, the last
-// group possibly shorter (nr rows); a group starts where row-major puts its first row, and holds
-// its rows' U-byte units interleaved: unit u of row r at group_base + (u x nr + r % G) x U. Same
-// bytes as row-major; rows must be a whole number of units.
-//   kRowTiles (G = kTileRows = 6, U = 64): a decode kernel that multiplies a group's rows side by
-//     side reads one sequential stream instead of G short ones (docs/performance.md, session 7).
-//   kDwordTiles (G = 16, U = 4): 16 rows' dwords side by side, one 64-byte vector per unit, for
-//     kernels that keep one output row per 32-bit lane (AWQ codes, scales and zero points under
-//     the int8 broadcast-x kernel, cpu_kernels_int8_panels_avx512.cc).
-enum class Layout : uint8_t { kRowMajor, kRowTiles, kDwordTiles };
+// group possibly shorter (nr rows); a group starts where row-major puts its first row. Its rows
+// are cut into block columns of B bytes (B = the whole row unless given); block column b of the
+// group holds, from group_base + b x B x nr, the first H bytes (the head) of each of its rows side
+// by side, then the rest of each row's block in U-byte units, interleaved: unit u of row r at
+// (H x nr) + (u x nr + r % G) x U. Same bytes as row-major, rows a whole number of blocks and a
+// block's rest a whole number of units.
+//   kRowTiles (G = kTileRows = 6, U = 64, no head): a decode kernel that multiplies a group's
+//     rows side by side reads one sequential stream instead of G short ones (docs/performance.md,
+//     session 7).
+//   kDwordTiles (G = 16, U = 4, no head): 16 rows' dwords side by side, one 64-byte vector per
+//     unit, for kernels that keep one output row per 32-bit lane (AWQ codes, scales and zero
+//     points under the AVX2 int8 broadcast-x kernel, cpu_kernels_int8_panels_avx2.cc).
+//   kQ4_0Tiles (G = 16, B = 18: one GGUF Q4_0 block, H = 2: its F16 scale, U = 4): per block, the
+//     16 rows' scales side by side, then their codes as dword tiles (the same kernel's Q4_0).
+enum class Layout : uint8_t { kRowMajor, kRowTiles, kDwordTiles, kQ4_0Tiles };
 inline constexpr int64_t kTileRows = 6;
 inline constexpr int64_t kTileUnitBytes = 64;
 inline constexpr int64_t kDwordTileRows = 16;
 struct TileGeometry {
-  int64_t rows;        // G
-  int64_t unit_bytes;  // U
+  int64_t rows;             // G
+  int64_t unit_bytes;       // U
+  int64_t block_bytes = 0;  // B; 0: the whole row
+  int64_t head_bytes = 0;   // H
 };
 // The geometry of a tiled layout (not kRowMajor).
 TileGeometry TileGeometryOf(Layout layout);

@@ -85,7 +85,7 @@ class CpuBackend : public Backend {
 // All weights go into one huge-page region, so only its end can hold a partial huge page, and
 // the pool copies them (page faults and the copy itself spread over the cores). Linear weights
 // the AVX-512 kernels take are stored in row tiles (tensor.h), the layout they stream fastest;
-// AWQ weights the int8 broadcast-x kernel takes (codes, scales, zero points) in dword tiles.
+// AWQ and Q4_0 weights the AVX2 int8 broadcast-x kernel takes in its tiles (QuantLayoutFor).
 std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weights) {
   auto as_they_are = [&] {
     std::vector<Tensor> same;
@@ -108,7 +108,7 @@ std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weig
     if (inserted) total += (t.size_bytes() + 63) / 64 * 64;
     Layout want = Layout::kRowMajor;
     if (w.linear && ops_.WantsRowTiles(t)) want = Layout::kRowTiles;
-    if (w.quant_of != nullptr && ops_.WantsDwordTiles(*w.quant_of)) want = Layout::kDwordTiles;
+    if (w.quant_of != nullptr) want = ops_.QuantLayoutFor(*w.quant_of);
     if (want != Layout::kRowMajor) {
       XI_CHECK(it->second.layout == Layout::kRowMajor ||
                (it->second.layout == want && it->second.row_bytes == RowBytes(t)));

@@ -131,7 +131,7 @@ TEST(CpuBackendTest, AwqPartsAreDwordTiledForTheInt8Kernel) {
     std::vector<Tensor> placed = backend->PlaceWeights(
         {{{w.data, false, &w}, {w.scales, false, &w}, {w.zeros, false, &w}, {other, false}}});
     ASSERT_EQ(placed.size(), 4u);
-    // FastCpuOps::WantsDwordTiles
+    // FastCpuOps::QuantLayoutFor
     const bool tiles = int8 && f.avx2 && !(f.avx512 && f.avx512_vnni);
     for (int i : {0, 1, 2})
       EXPECT_EQ(placed[i].layout(), tiles ? Layout::kDwordTiles : Layout::kRowMajor) << i;
@@ -150,6 +150,41 @@ TEST(CpuBackendTest, AwqPartsAreDwordTiledForTheInt8Kernel) {
       const auto* src = static_cast<const uint8_t*>(w.data.raw());
       EXPECT_EQ(std::memcmp(base + 16 * 128 + (3 * 16 + 4) * 4, src + 20 * 128 + 12, 4), 0);
       EXPECT_EQ(std::memcmp(base + 32 * 128 + (3 * 5 + 1) * 4, src + 33 * 128 + 12, 4), 0);
+    }
+  }
+}
+
+// GGUF Q4_0 Linear weights likewise go into Q4_0 tiles (per block, 16 rows' F16 scales, then their
+// codes as dwords side by side) for the same kernel; Q8_0 stays row-major.
+TEST(CpuBackendTest, Q4_0WeightsAreTiledForTheInt8Kernel) {
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  for (bool int8 : {false, true}) {
+    auto backend = CreateCpuBackend({.int8_activations = int8});
+    QuantTensor w, q8;
+    w.type = QuantType::kQ4_0;
+    w.rows = q8.rows = 37;
+    w.cols = q8.cols = 256;
+    w.data = Filled(*backend, DType::kU8, {37, 8 * 18}, 5);
+    q8.type = QuantType::kQ8_0;
+    q8.data = Filled(*backend, DType::kU8, {37, 8 * 34}, 6);
+    std::vector<Tensor> placed =
+        backend->PlaceWeights({{{w.data, false, &w}, {q8.data, false, &q8}}});
+    ASSERT_EQ(placed.size(), 2u);
+    // FastCpuOps::QuantLayoutFor: AVX512-VNNI (+VBMI) CPUs keep Q4_0 on their own int8 kernel.
+    const bool tiles = int8 && f.avx2 && !(f.avx512 && f.avx512_vnni && f.avx512_vbmi);
+    EXPECT_EQ(placed[0].layout(), tiles ? Layout::kQ4_0Tiles : Layout::kRowMajor);
+    EXPECT_EQ(placed[1].layout(), Layout::kRowMajor);
+    std::vector<uint8_t> a(8 * 18), b(8 * 18);
+    for (int64_t r = 0; r < 37; ++r) {
+      ReadRow(placed[0], r, a.data());
+      ReadRow(w.data, r, b.data());
+      ASSERT_EQ(a, b) << "row " << r;
+    }
+    if (tiles) {  // row 20 (tile 1, its row 4), block 1: its scale, then its code dword 2
+      const auto* block = static_cast<const uint8_t*>(placed[0].raw()) + 16 * 144 + 18 * 16;
+      const auto* src = static_cast<const uint8_t*>(w.data.raw()) + 20 * 144 + 18;
+      EXPECT_EQ(std::memcmp(block + 2 * 4, src, 2), 0);
+      EXPECT_EQ(std::memcmp(block + 2 * 16 + (2 * 16 + 4) * 4, src + 2 + 8, 4), 0);
     }
   }
 }

@@ -251,18 +251,22 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
 // QuantLinearTask::xq / xaux carry them.
 namespace avx2 {
 bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& features);
-// xd: per block of 32, d and d x the block's int8 sum (ldxd >= k / 16). awq_order (the x of
-// QuantLinearInt8AwqPanels): each 8-element chunk stored as its even elements, then its odd ones,
-// and the plain int8 sum instead of d x sum.
+// How Int8PrepareX lays out x: kRowKernel for QuantLinearInt8's row-major GGUF weights (element
+// order; xd per block of 32: d and d x the block's int8 sum), kQ4_0Panels / kAwqPanels for
+// QuantLinearInt8Panels (xd: d and the plain int8 sum; AWQ: each 8-element chunk stored as its
+// even elements, then its odd ones). ldxd >= k / 16.
+enum class Int8XLayout { kRowKernel, kQ4_0Panels, kAwqPanels };
 void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,
-                  float* xd, int64_t ldxd, bool awq_order = false);
+                  float* xd, int64_t ldxd, Int8XLayout layout = Int8XLayout::kRowKernel);
+// Row-major GGUF weights; weights in Int8PanelsLayout go to QuantLinearInt8Panels.
 void QuantLinearInt8(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
-// AWQ g128 on AVX2 CPUs: the broadcast-x kernel (cpu_kernels_int8_awq_avx2.cc) for weights whose
-// codes, scales and zero points are in kDwordTiles (tensor.h), x from Int8PrepareX with
-// awq_order; n0 (and n1 unless it is w.rows) multiples of 16.
-bool Int8AwqPanelsSupports(const QuantTensor& w, const CpuFeatures& features);
-void QuantLinearInt8AwqPanels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
-                              int64_t n1);
+// AWQ g128 and Q4_0 on AVX2 CPUs: the broadcast-x kernel (cpu_kernels_int8_panels_avx2.cc) for
+// weights CpuBackend placed in Int8PanelsLayout(type) (AWQ: kDwordTiles for codes, scales and
+// zero points; Q4_0: kQ4_0Tiles; tensor.h); n0 (and n1 unless it is w.rows) multiples of 16.
+bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
+Layout Int8PanelsLayout(QuantType type);
+void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
+                           int64_t n1);
 }  // namespace avx2
 
 // The same on ARM64 CPUs with DotProd (cpu_kernels_int8_neon.cc, sdot): the AVX2 kernel's formats

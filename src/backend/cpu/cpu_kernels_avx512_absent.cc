@@ -70,14 +70,15 @@ int32_t Int8DotLoop(int64_t) { NotOnThisCpu(); }
 namespace xinfer::cpu::avx2 {
 bool Int8DotSupports(const QuantTensor&, const CpuFeatures&) { return false; }
 void Int8PrepareX(const float*, int64_t, int64_t, int64_t, int8_t*, int64_t, float*, int64_t,
-                  bool) {
+                  Int8XLayout) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
 void QuantLinearInt8(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
-bool Int8AwqPanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
-void QuantLinearInt8AwqPanels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+bool Int8PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
+Layout Int8PanelsLayout(QuantType) { return Layout::kRowMajor; }
+void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
 }  // namespace xinfer::cpu::avx2

@@ -248,8 +248,9 @@ bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& f) {
 }
 
 void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,
-                  float* xd, int64_t ldxd, bool awq_order) {
-  // awq_order: each 8-byte chunk as elements 0, 2, 4, 6, 1, 3, 5, 7.
+                  float* xd, int64_t ldxd, Int8XLayout layout) {
+  const bool awq_order = layout == Int8XLayout::kAwqPanels;
+  // kAwqPanels: each 8-byte chunk as elements 0, 2, 4, 6, 1, 3, 5, 7.
   const __m256i awq_shuffle = _mm256_setr_epi64x(0x0705030106040200, 0x0F0D0B090E0C0A08,
                                                  0x0705030106040200, 0x0F0D0B090E0C0A08);
   const __m256 sign_bit = _mm256_set1_ps(-0.f);
@@ -284,13 +285,13 @@ void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* 
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
       xd[r * ldxd + 2 * b] = d;
       const float sum = static_cast<float>(_mm_cvtsi128_si32(s4));
-      xd[r * ldxd + 2 * b + 1] = awq_order ? sum : d * sum;
+      xd[r * ldxd + 2 * b + 1] = layout == Int8XLayout::kRowKernel ? d * sum : sum;
     }
   }
 }
 
 void QuantLinearInt8(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
-  if (t.w->type == QuantType::kAwq4) return QuantLinearInt8AwqPanels(t, t0, t1, n0, n1);
+  if (t.w->data.layout() != Layout::kRowMajor) return QuantLinearInt8Panels(t, t0, t1, n0, n1);
   int8_block::Linear<Avx2Tiles>(t, t0, t1, n0, n1);
 }
 

@@ -30,11 +30,11 @@ class FastCpuOps : public CpuOps {
   // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.
   // XINFER_ROW_TILES=0 keeps row-major weights (A/B measurements).
   bool WantsRowTiles(const Tensor& w) const;
-  // Whether QuantLinear runs `w` on the AVX-512 broadcast-x int8 kernel for AWQ g128, which reads
-  // the codes, scales and zero points in dword tiles (tensor.h); PlaceWeights then stores them
-  // so, and QuantLinear takes them on that kernel only. XINFER_AWQ_PANELS=0 keeps row-major AWQ
-  // weights on the row-major int8 kernel (A/B measurements).
-  bool WantsDwordTiles(const QuantTensor& w) const;
+  // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8
+  // activations on AVX2 CPUs without AVX512-VNNI, AWQ g128 in kDwordTiles and Q4_0 in kQ4_0Tiles
+  // (tensor.h) for the broadcast-x kernel, which QuantLinear then runs them on; else row-major.
+  // XINFER_INT8_PANELS=0 keeps them row-major (A/B measurements).
+  Layout QuantLayoutFor(const QuantTensor& w) const;
 
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
   using Ops::Linear;  // the Weight overload (quantized weights) beside the override below

@@ -18,9 +18,9 @@ using fast_cpu_ops_internal::kMinParallelMacs;
 using fast_cpu_ops_internal::MinUnits;
 
 FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
-  // AWQ in dword tiles (WantsDwordTiles) has one reader: the AVX2 broadcast-x kernel.
-  if (w.data.layout() == Layout::kDwordTiles)
-    return cpu::avx2::Int8AwqPanelsSupports(w, features_) ? Int8Isa::kAvx2 : Int8Isa::kNone;
+  // Weights in the panel layouts (QuantLayoutFor) have one reader: the AVX2 broadcast-x kernel.
+  if (w.data.layout() != Layout::kRowMajor)
+    return cpu::avx2::Int8PanelsSupports(w, features_) ? Int8Isa::kAvx2 : Int8Isa::kNone;
   if (features_.avx512 && cpu::avx512::Int8DotSupports(w, features_)) return Int8Isa::kAvx512;
   if (cpu::avx2::Int8DotSupports(w, features_)) return Int8Isa::kAvx2;
   if (cpu::neon::Int8DotSupports(w, features_)) return Int8Isa::kNeon;
@@ -28,22 +28,24 @@ FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
 }
 
 bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
-  // Only the int8 kernel reads dword tiles, and PlaceWeights stores them only for it.
-  XI_CHECK_MSG(w.data.layout() != Layout::kDwordTiles ||
+  // Only the int8 kernel reads the panel layouts, and PlaceWeights stores them only for it.
+  XI_CHECK_MSG(w.data.layout() == Layout::kRowMajor ||
                    (int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone),
-               "an AWQ weight in dword tiles needs the int8 kernel (WantsDwordTiles)");
+               "a quantized weight in a panel layout needs the int8 kernel (QuantLayoutFor)");
   return int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone;
 }
 
-bool FastCpuOps::WantsDwordTiles(const QuantTensor& w) const {
+Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
   static const bool enabled = [] {
-    const char* e = std::getenv("XINFER_AWQ_PANELS");
+    const char* e = std::getenv("XINFER_INT8_PANELS");
     return e == nullptr || std::string_view(e) != "0";
   }();
-  // AVX512-VNNI CPUs keep the row-major AWQ weight on their own int8 kernel.
-  return enabled && int8_activations_ && w.data.layout() == Layout::kRowMajor &&
-         cpu::avx2::Int8AwqPanelsSupports(w, features_) &&
-         !(features_.avx512 && cpu::avx512::Int8DotSupports(w, features_));
+  // AVX512-VNNI CPUs keep row-major weights on their own int8 kernel.
+  if (!enabled || !int8_activations_ || w.data.layout() != Layout::kRowMajor ||
+      !cpu::avx2::Int8PanelsSupports(w, features_) ||
+      (features_.avx512 && cpu::avx512::Int8DotSupports(w, features_)))
+    return Layout::kRowMajor;
+  return cpu::avx2::Int8PanelsLayout(w.type);
 }
 
 void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
@@ -248,6 +250,10 @@ FastCpuOps::Int8Isa FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor&
                                              cpu::QuantLinearTask& task) {
   const int64_t k = task.ldx;
   const Int8Isa isa = Int8IsaFor(w);
+  const cpu::avx2::Int8XLayout x_layout =
+      w.data.layout() == Layout::kRowMajor ? cpu::avx2::Int8XLayout::kRowKernel
+      : w.type == QuantType::kAwq4         ? cpu::avx2::Int8XLayout::kAwqPanels
+                                           : cpu::avx2::Int8XLayout::kQ4_0Panels;
   task.ldxq = k;
   task.ldxaux = isa == Int8Isa::kAvx512 ? cpu::avx512::Int8AuxPerRow(w.type, k) : k / 16;
   task.xq = GrowTo(xq_, t_rows * task.ldxq);
@@ -259,8 +265,7 @@ FastCpuOps::Int8Isa FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor&
     if (isa == Int8Isa::kAvx512) {
       cpu::avx512::Int8PrepareX(w.type, xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
     } else if (isa == Int8Isa::kAvx2) {
-      cpu::avx2::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux,
-                              /*awq_order=*/w.type == QuantType::kAwq4);
+      cpu::avx2::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux, x_layout);
     } else {
       cpu::neon::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
     }

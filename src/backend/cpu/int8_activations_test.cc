@@ -126,7 +126,6 @@ class Int8ActivationsTest : public ::testing::Test {
       }
     }
   }
-  QuantTensor DwordTiled(const QuantTensor& w) { return DwordTiledCopy(*backend_, w); }
   // The rows of x in calls of 1..5 and 19 rows, on 1 and 3 threads, give bitwise `full`.
   void ExpectBitwiseBatchInvariant(const QuantTensor& w, const Tensor& x, const Tensor& bias,
                                    const Tensor& full, const std::string& label) {
@@ -193,66 +192,76 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
   }
 }
 
-// AWQ g128 as CpuBackend places it with int8 activations on AVX2 CPUs without AVX512-VNNI: codes,
-// scales and zero points in dword tiles for the broadcast-x kernel (cpu_kernels_int8_awq_avx2.cc;
-// AVX-512 CPUs run it too when handed such a weight, as here).
-// Against the plain int8 evaluation of the row-major weight; bitwise invariant to the rows of x
-// per call, the threads and the LinearMany grouping; rows in whole 16-row panels and a short last
-// one; DequantizeRow reads the tiles.
-TEST_F(Int8ActivationsTest, AwqInDwordTilesMatchesThePlainInt8EvaluationAndIsBatchInvariant) {
-  if (!features_.avx2) GTEST_SKIP() << "the broadcast-x AWQ kernel needs AVX2";
-  for (int64_t k : {128, 896}) {
-    for (int64_t n : {16, 77, 160, 8, 5, 29}) {
-      const std::string label = "AWQ K=" + std::to_string(k) + " N=" + std::to_string(n);
-      const int64_t t = 19;
-      QuantTensor w =
-          MakeQuant(*backend_, QuantType::kAwq4, n, k, static_cast<uint32_t>(n + k), nullptr, 128);
-      QuantTensor tiled = DwordTiled(w);
-      std::vector<float> a(k), b(k);
-      for (int64_t r : {int64_t{0}, n / 2, n - 1}) {
-        DequantizeRow(w, r, a.data());
-        DequantizeRow(tiled, r, b.data());
-        ASSERT_TRUE(BitwiseEqual(a.data(), b.data(), k)) << label << " DequantizeRow " << r;
+// AWQ g128 and Q4_0 as CpuBackend places them with int8 activations on AVX2 CPUs without
+// AVX512-VNNI: AWQ's codes, scales and zero points in dword tiles, Q4_0's blocks in Q4_0 tiles,
+// for the broadcast-x kernel (cpu_kernels_int8_panels_avx2.cc; AVX-512 CPUs run it too when handed
+// such a weight, as here). Against the plain int8 evaluation of the row-major weight; bitwise
+// invariant to the rows of x per call, the threads and the LinearMany grouping; rows in whole
+// 16-row tiles and a short last one; DequantizeRow reads the tiles.
+TEST_F(Int8ActivationsTest, PanelTiledWeightsMatchThePlainInt8EvaluationAndAreBatchInvariant) {
+  if (!features_.avx2) GTEST_SKIP() << "the broadcast-x kernel needs AVX2";
+  for (QuantType type : {QuantType::kAwq4, QuantType::kQ4_0}) {
+    const bool awq = type == QuantType::kAwq4;
+    for (int64_t k : {128, 896}) {
+      for (int64_t n : {16, 77, 160, 8, 5, 29}) {
+        const std::string label = std::string(QuantTypeName(type)) + " K=" + std::to_string(k) +
+                                  " N=" + std::to_string(n);
+        const int64_t t = 19;
+        QuantTensor w =
+            MakeQuant(*backend_, type, n, k, static_cast<uint32_t>(n + k), nullptr, 128);
+        QuantTensor tiled = PanelTiledCopy(*backend_, w);
+        std::vector<float> a(k), b(k);
+        for (int64_t r : {int64_t{0}, n / 2, n - 1}) {
+          DequantizeRow(w, r, a.data());
+          DequantizeRow(tiled, r, b.data());
+          ASSERT_TRUE(BitwiseEqual(a.data(), b.data(), k)) << label << " DequantizeRow " << r;
+        }
+        Tensor x = RandomX(t, k);
+        std::fill_n(x.data<float>() + 3 * k, k, 0.f);
+        x.data<float>()[5 * k + 7] = 1000.f;
+        Tensor bias = RandomX(1, n);
+        FastCpuOps ops(false, 2, /*int8_activations=*/true);
+        // AVX512-VNNI CPUs keep these row-major, on their own int8 kernel (Q4_0 with K a
+        // multiple of 128 only).
+        const bool avx512_takes = Avx512Int8() && (awq || k % 128 == 0);
+        ASSERT_EQ(ops.QuantLayoutFor(w), avx512_takes ? Layout::kRowMajor
+                                         : awq        ? Layout::kDwordTiles
+                                                      : Layout::kQ4_0Tiles)
+            << label;
+        ASSERT_EQ(ops.QuantLayoutFor(tiled), Layout::kRowMajor) << label;  // placed already
+        ASSERT_TRUE(ops.UsesInt8Activations(tiled)) << label;
+        Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+        ops.QuantLinear(x, tiled, &bias, full);
+        ExpectMatchesPlainInt8(w, x, bias, full, /*exact_blocks=*/true, label);
+        if (HasFatalFailure()) return;
+        ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
+        ExpectBitwiseBatchInvariant(tiled, x, bias, full, label);
+        if (HasFatalFailure()) return;
       }
-      Tensor x = RandomX(t, k);
-      std::fill_n(x.data<float>() + 3 * k, k, 0.f);
-      x.data<float>()[5 * k + 7] = 1000.f;
-      Tensor bias = RandomX(1, n);
-      FastCpuOps ops(false, 2, /*int8_activations=*/true);
-      // AVX512-VNNI CPUs keep AWQ row-major, on their own int8 kernel.
-      ASSERT_EQ(ops.WantsDwordTiles(w), !Avx512Int8()) << label;
-      ASSERT_FALSE(ops.WantsDwordTiles(tiled)) << label;
-      ASSERT_TRUE(ops.UsesInt8Activations(tiled)) << label;
-      Tensor full = backend_->NewTensor(DType::kF32, {t, n});
-      ops.QuantLinear(x, tiled, &bias, full);
-      ExpectMatchesPlainInt8(w, x, bias, full, /*exact_blocks=*/true, label);
-      if (HasFatalFailure()) return;
-      ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
-      ExpectBitwiseBatchInvariant(tiled, x, bias, full, label);
-      if (HasFatalFailure()) return;
     }
-  }
-  // q/k/v-like tiled parts as one LinearMany job: bitwise the separate calls.
-  std::vector<Weight> parts;
-  std::vector<Tensor> biases;
-  for (int64_t n : {203, 37, 48}) {
-    parts.emplace_back(DwordTiled(
-        MakeQuant(*backend_, QuantType::kAwq4, n, 256, static_cast<uint32_t>(n), nullptr, 128)));
-    biases.push_back(RandomX(1, n));
-  }
-  for (int64_t t : {1, 5, 9}) {
-    Tensor x = RandomX(t, 256);
-    for (int threads : {1, 3}) {
-      FastCpuOps ops(false, threads, true);
-      ExpectLinearManyMatchesSeparate(*backend_, ops, x, parts, biases,
-                                      "tiled AWQ threads " + std::to_string(threads));
-      if (HasFatalFailure()) return;
+    // q/k/v-like tiled parts as one LinearMany job: bitwise the separate calls.
+    std::vector<Weight> parts;
+    std::vector<Tensor> biases;
+    for (int64_t n : {203, 37, 48}) {
+      parts.emplace_back(PanelTiledCopy(
+          *backend_, MakeQuant(*backend_, type, n, 256, static_cast<uint32_t>(n), nullptr, 128)));
+      biases.push_back(RandomX(1, n));
     }
+    for (int64_t t : {1, 5, 9}) {
+      Tensor x = RandomX(t, 256);
+      for (int threads : {1, 3}) {
+        FastCpuOps ops(false, threads, true);
+        ExpectLinearManyMatchesSeparate(
+            *backend_, ops, x, parts, biases,
+            std::string(QuantTypeName(type)) + " tiled threads " + std::to_string(threads));
+        if (HasFatalFailure()) return;
+      }
+    }
+    // Without int8 activations the weights stay row-major.
+    FastCpuOps plain(false, 2);
+    EXPECT_EQ(plain.QuantLayoutFor(MakeQuant(*backend_, type, 16, 128, 1, nullptr, 128)),
+              Layout::kRowMajor);
   }
-  // Without int8 activations the weights stay row-major.
-  FastCpuOps plain(false, 2);
-  EXPECT_FALSE(
-      plain.WantsDwordTiles(MakeQuant(*backend_, QuantType::kAwq4, 16, 128, 1, nullptr, 128)));
 }
 
 // Without the option, and for formats the int8 kernel does not take, nothing changes: the

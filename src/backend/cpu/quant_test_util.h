@@ -54,16 +54,19 @@ inline QuantTensor MakeQuant(Backend& be, QuantType type, int64_t rows, int64_t 
   return q;
 }
 
-// A copy of the row-major AWQ weight `w` with codes, scales and zero points in dword tiles
-// (tensor.h), as CpuBackend::PlaceWeights stores them for the int8 broadcast-x kernel.
-inline QuantTensor DwordTiledCopy(Backend& be, const QuantTensor& w) {
+// A copy of the row-major weight `w` as CpuBackend::PlaceWeights stores it for the AVX2 int8
+// broadcast-x kernel (tensor.h): AWQ's codes, scales and zero points in kDwordTiles, Q4_0's
+// blocks in kQ4_0Tiles.
+inline QuantTensor PanelTiledCopy(Backend& be, const QuantTensor& w) {
   QuantTensor tiled = w;
+  const Layout layout = w.type == QuantType::kAwq4 ? Layout::kDwordTiles : Layout::kQ4_0Tiles;
   for (Tensor* part : {&tiled.data, &tiled.scales, &tiled.zeros}) {
+    if (part->empty()) continue;
     Tensor packed = be.NewTensor(part->dtype(), part->shape());
-    PackRowTiles(Layout::kDwordTiles, static_cast<const uint8_t*>(part->raw()),
+    PackRowTiles(layout, static_cast<const uint8_t*>(part->raw()),
                  static_cast<uint8_t*>(packed.raw()), part->dim(0), RowBytes(*part), 0,
                  (part->dim(0) + kDwordTileRows - 1) / kDwordTileRows);
-    *part = Tensor(packed.buffer(), 0, part->dtype(), part->shape(), Layout::kDwordTiles);
+    *part = Tensor(packed.buffer(), 0, part->dtype(), part->shape(), layout);
   }
   return tiled;
 }

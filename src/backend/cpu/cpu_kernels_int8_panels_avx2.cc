@@ -1,0 +1,312 @@
+// AWQ g128 and GGUF Q4_0 weights meeting int8 activations on AVX2 CPUs without AVX512-VNNI (Hygon
+// C86, Zen 1-3, Intel before Ice Lake), broadcast-x form: the weights kept in 16-row tiles
+// (tensor.h; stored so at load by CpuBackend::PlaceWeights) — AWQ's codes, scales and zero points
+// in kDwordTiles, Q4_0's blocks in kQ4_0Tiles (per block the 16 rows' F16 scales, then their codes
+// as dwords side by side) —, one output row per 32-bit lane, x broadcast. Without it AWQ runs
+// Highway's dequantize-to-a-panel path with F32 activations on these CPUs, and Q4_0 the row-major
+// AVX2 int8 kernel (cpu_kernels_int8_avx2.cc, ~13 vector ops per 32 weights and row of x).
+//
+// Why broadcast x: a row-major int8 kernel gives each vpmaddubsw 32 weights of one row, and needs
+// a horizontal sum per row and F32 work per block of 32 and row. Here one vpmaddubsw multiplies
+// 4 nibbles of each of 8 rows with 4 x values broadcast to every lane; the codes are unsigned
+// (0..15: AWQ's q, Q4_0's q before its -8), so no sign trick, and the 16-bit pair sums of a
+// block's 8 vpmaddubsw (32 products per row, |sum| <= 32 x 15 x 127 = 60960 over two 16-bit
+// lanes, <= 30480 in each) add up in 16 bits without saturating; one vpmaddwd per block and 8
+// rows makes them int32. The x block scale, the weight scale and the offset (AWQ's zero point,
+// Q4_0's 8) then apply to 8 rows per instruction.
+//
+// x (Int8PrepareX): blocks of 32 quantized as for the GGUF formats (d = max|x| / 127, q =
+// round-to-nearest-even(x / d), aux per block: d and the block's int8 sum). The low nibbles of a
+// weight dword meet 4 x bytes and the high ones another 4, the weights used as stored:
+//   AWQ (Int8XLayout::kAwqPanels): dword c of a row holds elements 8c..8c+7, element 8c + 2j in
+//     byte j's low nibble and 8c + 2j + 1 in its high one, so each 8-element chunk of x is stored
+//     as its even elements, then its odd ones: low nibbles meet x bytes 8c..8c+3, high 8c+4..8c+7.
+//   Q4_0 (kQ4_0Panels): dword c (0..3) of a block holds its bytes 4c..4c+3, elements 4c..4c+3 low
+//     and 16 + 4c.. high; x in element order: low nibbles meet x bytes 4c.., high 16 + 4c...
+//
+// Per output element and block b: isum_b = the exact integer dot of the codes with x, dot =
+// float(isum_b) - offset x (the block's int8 sum) — exact, both are integers below 2^17, so the
+// offset costs no precision however large x's sum — and acc = fma(dot, s x d_b, acc), s the
+// weight's scale for the block (AWQ: its group's); out = acc + bias. That sequence depends on K
+// only, not on the tile, the rows of x in the call or the threads (batch invariance).
+#if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.h"
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,bmi2")
+
+namespace xinfer::cpu::avx2 {
+namespace {
+
+constexpr int64_t kGroup = 128;
+constexpr int64_t kPanelRows = kDwordTileRows;  // 16 rows per tile; a register holds half of it
+
+inline __m256i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Half-panel h: weight rows 8h..8h+7 of the tile (16 rows wide) they lie in.
+struct Half {
+  const uint8_t* tile;  // the tile's first byte (its first row in row-major order)
+  const float* s;       // AWQ: its scales and zero points of group 0 (group g at + g * lanes)
+  const float* z;
+  int64_t part;   // 0: the tile's first 8 rows, 1: the others
+  int64_t lanes;  // rows of the tile (16, or fewer in the weight's last one)
+  int rows;       // rows of this half (8, or fewer at the end)
+};
+
+inline Half HalfOf(const QuantTensor& w, int64_t h) {
+  const int64_t first = h / 2 * kPanelRows, part = h % 2;
+  const int64_t lanes = std::min(kPanelRows, w.rows - first);
+  Half half{static_cast<const uint8_t*>(w.data.raw()) + first * static_cast<int64_t>(w.row_bytes()),
+            nullptr,
+            nullptr,
+            part,
+            lanes,
+            static_cast<int>(std::min<int64_t>(8, lanes - part * 8))};
+  if (w.type == QuantType::kAwq4) {
+    const int64_t at = first * (w.cols / kGroup) + part * 8;
+    half.s = w.scales.data<float>() + at;
+    half.z = w.zeros.data<float>() + at;
+  }
+  return half;
+}
+
+inline __m256i RowMask(int rows) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Where block kb's codes, scales and offset lie for one half-panel, and x's byte offsets for the
+// low and high nibbles of its dword c (0..3).
+struct AwqPanels {
+  static constexpr int64_t kLowX(int c) { return 8 * c; }
+  static constexpr int64_t kHighX(int c) { return 8 * c + 4; }
+  struct At {
+    const uint8_t* units;  // dword c of the block's rows at units + c * 4 * lanes
+    const float* scale;    // 8 F32 (the group's)
+    const float* zero;
+  };
+  static At Block(const QuantTensor&, const Half& half, int64_t kb) {
+    const int64_t g = kb / 4;
+    return {half.tile + kb * 16 * half.lanes + half.part * 32, half.s + g * half.lanes,
+            half.z + g * half.lanes};
+  }
+  template <bool kFull>
+  static __m256 Scale(const At& at, __m256i mask) {
+    return kFull ? _mm256_loadu_ps(at.scale) : _mm256_maskload_ps(at.scale, mask);
+  }
+  template <bool kFull>
+  static __m256 Offset(const At& at, __m256i mask) {
+    return kFull ? _mm256_loadu_ps(at.zero) : _mm256_maskload_ps(at.zero, mask);
+  }
+};
+
+struct Q4_0Panels {
+  static constexpr int64_t kLowX(int c) { return 4 * c; }
+  static constexpr int64_t kHighX(int c) { return 16 + 4 * c; }
+  struct At {
+    const uint8_t* units;
+    const uint8_t* scale;  // 8 F16
+  };
+  static At Block(const QuantTensor&, const Half& half, int64_t kb) {
+    const uint8_t* block = half.tile + kb * 18 * half.lanes;
+    return {block + 2 * half.lanes + half.part * 32, block + half.part * 16};
+  }
+  template <bool kFull>
+  static __m256 Scale(const At& at, __m256i mask) {
+    if (kFull) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at.scale)));
+    // The short last tile: its scales end 2 x rows bytes in; never read past them.
+    alignas(16) uint16_t h[8] = {};
+    const int rows = _mm256_movemask_ps(_mm256_castsi256_ps(mask));
+    for (int i = 0; i < 8; ++i)
+      if (rows >> i & 1) std::memcpy(&h[i], at.scale + 2 * i, 2);
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  }
+  template <bool kFull>
+  static __m256 Offset(const At&, __m256i) {
+    return _mm256_set1_ps(8.f);
+  }
+};
+
+// MR rows of x (r0..) times NH half-panels (h0..) of format F. kFull: the halves lie in whole
+// 16-row tiles; otherwise one half of the weight's short last tile, masked to its rows.
+template <class F, int MR, int NH, bool kFull>
+void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
+  const QuantTensor& w = *t.w;
+  const int64_t blocks = w.cols / 32;
+  Half half[NH];
+#pragma GCC unroll 4
+  for (int h = 0; h < NH; ++h) half[h] = HalfOf(w, h0 + h);
+  const int64_t unit_bytes = kFull ? 4 * kPanelRows : 4 * half[0].lanes;
+  const __m256i mask = RowMask(kFull ? 8 : half[0].rows);
+  const int8_t* xq[MR];
+  const float* aux[MR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    xq[i] = t.xq + (r0 + i) * t.ldxq;
+    aux[i] = t.xaux + (r0 + i) * t.ldxaux;
+  }
+  __m256 acc[MR][NH];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; ++h) acc[i][h] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  // The tile's rows are one contiguous range (half-panels lie in row order); sweep the next
+  // tile's range a block's share at a time, one tile ahead.
+  const int64_t row_bytes = static_cast<int64_t>(w.row_bytes());
+  const int64_t tile_bytes = NH * 8 * row_bytes;
+  const uint8_t* prefetch_from =
+      static_cast<const uint8_t*>(w.data.raw()) + h0 * 8 * row_bytes + tile_bytes;
+  const int64_t prefetch_step = tile_bytes / blocks;
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    for (int64_t o = 0; o < prefetch_step; o += 64)
+      __builtin_prefetch(prefetch_from + kb * prefetch_step + o, 0, 2);
+    typename F::At at[NH];
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; ++h) at[h] = F::Block(w, half[h], kb);
+    __m256i isum[MR][NH];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int h = 0; h < NH; ++h) isum[i][h] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+      for (int h = 0; h < NH; ++h) {
+        const auto* unit = reinterpret_cast<const int*>(at[h].units + c * unit_bytes);
+        const __m256i v = kFull ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit))
+                                : _mm256_maskload_epi32(unit, mask);
+        const __m256i lo = _mm256_and_si256(v, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const int8_t* xb = xq[i] + 32 * kb;
+          isum[i][h] = _mm256_add_epi16(
+              isum[i][h],
+              _mm256_add_epi16(_mm256_maddubs_epi16(lo, Broadcast4(xb + F::kLowX(c))),
+                               _mm256_maddubs_epi16(hi, Broadcast4(xb + F::kHighX(c)))));
+          // Keeps GCC from reassociating the 16-bit sums into a tree of pending products,
+          // which spilled most of them (the sums are exact in any order).
+          __asm__("" : "+x"(isum[i][h]));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; ++h) {
+      const __m256 s = F::template Scale<kFull>(at[h], mask);
+      const __m256 offset = F::template Offset<kFull>(at[h], mask);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const float* a = aux[i] + 2 * kb;  // the block's d and int8 sum
+        // isum - offset x sum: integers below 2^17, exact in F32.
+        const __m256 dot = _mm256_fnmadd_ps(
+            offset, _mm256_set1_ps(a[1]), _mm256_cvtepi32_ps(_mm256_madd_epi16(isum[i][h], ones)));
+        acc[i][h] = _mm256_fmadd_ps(dot, _mm256_mul_ps(s, _mm256_set1_ps(a[0])), acc[i][h]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < NH; ++h) {
+    const int64_t n = (h0 + h) * 8;
+    const __m256 bias = t.bias == nullptr ? _mm256_setzero_ps()
+                        : kFull           ? _mm256_loadu_ps(t.bias + n)
+                                          : _mm256_maskload_ps(t.bias + n, mask);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      float* out = t.out + (r0 + i) * t.ldo + n;
+      const __m256 v = _mm256_add_ps(acc[i][h], bias);
+      if (kFull) {
+        _mm256_storeu_ps(out, v);
+      } else {
+        _mm256_maskstore_ps(out, mask, v);
+      }
+    }
+  }
+}
+
+using PanelTileFn = void (*)(const QuantLinearTask&, int64_t, int64_t);
+// Up to 4 rows of x on one half-panel (each unpacked weight register serves every row; the x
+// broadcasts are used at once, so 16 registers hold it), or one row on four half-panels (four
+// accumulator chains).
+constexpr int kMr = 4;
+template <class F>
+struct Tiles {
+  static constexpr PanelTileFn kRows[kMr] = {PanelTile<F, 1, 1, true>, PanelTile<F, 2, 1, true>,
+                                             PanelTile<F, 3, 1, true>, PanelTile<F, 4, 1, true>};
+  static constexpr PanelTileFn kGemv[4] = {PanelTile<F, 1, 1, true>, PanelTile<F, 1, 2, true>,
+                                           PanelTile<F, 1, 3, true>, PanelTile<F, 1, 4, true>};
+  static constexpr PanelTileFn kShort[kMr] = {PanelTile<F, 1, 1, false>, PanelTile<F, 2, 1, false>,
+                                              PanelTile<F, 3, 1, false>, PanelTile<F, 4, 1, false>};
+};
+
+template <class F>
+void PanelsLinear(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  const QuantTensor& w = *t.w;
+  XI_CHECK_MSG(n0 % kPanelRows == 0 && (n1 % kPanelRows == 0 || n1 == w.rows),
+               "a panel range must start and end at 16-row tiles");
+  // Half-panels [h_begin, h_full) lie in whole 16-row tiles; those of the weight's short last
+  // tile (fewer than 16 rows) go masked, one at a time.
+  const int64_t h_begin = n0 / 8, h_full = std::min(n1, w.rows / kPanelRows * kPanelRows) / 8;
+  // Blocks of weight rows that stay in L2 while every row of x passes over them.
+  const int64_t block =
+      std::max<int64_t>(4, (256 << 10) / (8 * static_cast<int64_t>(w.row_bytes())) / 4 * 4);
+  for (int64_t bs = h_begin; bs < h_full; bs += block) {
+    const int64_t be = std::min(h_full, bs + block);
+    if (t1 - t0 == 1) {
+      for (int64_t h = bs; h < be; h += 4)
+        Tiles<F>::kGemv[std::min<int64_t>(4, be - h) - 1](t, t0, h);
+      continue;
+    }
+    for (int64_t r = t0; r < t1; r += kMr) {
+      const PanelTileFn tile = Tiles<F>::kRows[std::min<int64_t>(kMr, t1 - r) - 1];
+      for (int64_t h = bs; h < be; ++h) tile(t, r, h);
+    }
+  }
+  for (int64_t h = std::max(h_begin, h_full); h * 8 < n1; ++h)
+    for (int64_t r = t0; r < t1; r += kMr)
+      Tiles<F>::kShort[std::min<int64_t>(kMr, t1 - r) - 1](t, r, h);
+}
+
+}  // namespace
+
+bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& f) {
+  if (!f.avx2) return false;
+  if (w.type == QuantType::kAwq4) return w.group_size == kGroup && w.cols % kGroup == 0;
+  return w.type == QuantType::kQ4_0 && w.cols % 32 == 0;
+}
+
+Layout Int8PanelsLayout(QuantType type) {
+  return type == QuantType::kAwq4 ? Layout::kDwordTiles : Layout::kQ4_0Tiles;
+}
+
+void QuantLinearInt8Panels(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
+                           int64_t n1) {
+  const QuantTensor& w = *t.w;
+  XI_CHECK(w.data.layout() == Int8PanelsLayout(w.type));
+  if (w.type == QuantType::kAwq4) {
+    XI_CHECK(w.group_size == kGroup && w.scales.layout() == Layout::kDwordTiles &&
+             w.zeros.layout() == Layout::kDwordTiles);
+    return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
+  }
+  XI_CHECK(w.type == QuantType::kQ4_0);
+  PanelsLinear<Q4_0Panels>(t, t0, t1, n0, n1);
+}
+
+}  // namespace xinfer::cpu::avx2
+
+#pragma GCC pop_options
+
+#endif  // defined(__x86_64__)

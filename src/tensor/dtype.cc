@@ -6,40 +6,26 @@ namespace xinfer {
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      return 4;
-    case DType::kF16:
-      return 2;
-    case DType::kBF16:
-      return 2;
-    case DType::kI32:
-      return 4;
-    case DType::kI64:
-      return 8;
-    case DType::kI8:
-      return 1;
-    case DType::kU8:
-      return 1;
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+    case DType::kI8: return 1;
+    case DType::kU8: return 1;
   }
   return 0;
 }
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      return "F32";
-    case DType::kF16:
-      return "F16";
-    case DType::kBF16:
-      return "BF16";
-    case DType::kI32:
-      return "I32";
-    case DType::kI64:
-      return "I64";
-    case DType::kI8:
-      return "I8";
-    case DType::kU8:
-      return "U8";
+    case DType::kF32: return "F32";
+    case DType::kF16: return "F16";
+    case DType::kBF16: return "BF16";
+    case DType::kI32: return "I32";
+    case DType::kI64: return "I64";
+    case DType::kI8: return "I8";
+    case DType::kU8: return "U8";
   }
   return "?";
 }
@@ -83,9 +69,9 @@ uint16_t F32ToF16(float f) {
   std::memcpy(&bits, &f, sizeof bits);
   uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00;   // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00;  // overflow -> inf
-  if (abs < 0x38800000u) {                       // subnormal or zero
+  if (abs > 0x7f800000u) return sign | 0x7e00;              // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00;             // overflow -> inf
+  if (abs < 0x38800000u) {                                  // subnormal or zero
     float a;
     std::memcpy(&a, &abs, sizeof a);
     return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));  // a / 2^-24

@@ -28,11 +28,11 @@ FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
 }
 
 bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
+  const bool uses = int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone;
   // Only the int8 kernel reads the panel layouts, and PlaceWeights stores them only for it.
-  XI_CHECK_MSG(w.data.layout() == Layout::kRowMajor ||
-                   (int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone),
+  XI_CHECK_MSG(uses || w.data.layout() == Layout::kRowMajor,
                "a quantized weight in a panel layout needs the int8 kernel (QuantLayoutFor)");
-  return int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone;
+  return uses;
 }
 
 Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {

@@ -46,16 +46,16 @@ Status LoadDense(const WeightStore& store, const std::string& name, const Shape&
 
 // Calls f(Tensor&, linear, quant_of) on every non-empty tensor of `w` in a fixed order
 // (`linear`: the tensor is a dense Linear weight; `quant_of`: the quantized Linear weight it is a
-// part of, else null), rebuilding each Weight from the (possibly replaced) tensors afterwards.
+// part of, else null — valid during the call only, and f may already have replaced its earlier
+// parts), rebuilding each Weight from the (possibly replaced) tensors afterwards.
 template <typename F>
 void ForEachWeightTensor(DecoderWeights& w, F&& f) {
   auto weight = [&](Weight& wt, bool linear) {
     if (wt.empty()) return;
     if (wt.quantized()) {
       QuantTensor q = wt.quant();
-      const QuantTensor before = q;
       for (Tensor* t : {&q.data, &q.scales, &q.zeros})
-        if (!t->empty()) f(*t, false, linear ? &before : nullptr);
+        if (!t->empty()) f(*t, false, linear ? &q : nullptr);
       wt = Weight(std::move(q));
     } else {
       Tensor t = wt.dense();

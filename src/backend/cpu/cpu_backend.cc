@@ -84,7 +84,7 @@ class CpuBackend : public Backend {
 
 // All weights go into one huge-page region, so only its end can hold a partial huge page, and
 // the pool copies them (page faults and the copy itself spread over the cores). Linear weights
-// the AVX-512 kernels take are stored in row tiles (tensor.h), the layout they stream fastest;
+// the SIMD kernels take are stored in row tiles (tensor.h), the layout they stream fastest;
 // AWQ and Q4_0 weights the AVX2 int8 broadcast-x kernel takes in its tiles (QuantLayoutFor).
 std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weights) {
   auto as_they_are = [&] {

@@ -77,7 +77,7 @@ TEST(CpuBackendTest, MmapWeightsKeepsTheInputs) {
   EXPECT_EQ(placed[2].layout(), Layout::kRowMajor);
 }
 
-// Linear weights the AVX-512 kernels take are stored in row tiles (tensor.h) with every row
+// Linear weights the SIMD kernels take are stored in row tiles (tensor.h) with every row
 // intact; a tied alias used by Embedding gets the same tiled bytes; weights the kernels do not
 // tile (rows not whole 64-byte units) stay row-major.
 TEST(CpuBackendTest, LinearWeightsAreRowTiledWhereTheKernelsReadThem) {
@@ -88,7 +88,8 @@ TEST(CpuBackendTest, LinearWeightsAreRowTiledWhereTheKernelsReadThem) {
   std::vector<Tensor> placed =
       backend->PlaceWeights({{{lm, false}, {lm, true}, {odd, true}, {f32, true}}});
   ASSERT_EQ(placed.size(), 4u);
-  const bool tiles = cpu::DetectCpuFeatures().avx512;  // FastCpuOps::WantsRowTiles
+  // FastCpuOps::WantsRowTiles: the AVX-512 kernels and Highway's (units of whole vectors).
+  const bool tiles = cpu::DetectCpuFeatures().avx512 || cpu::DetectCpuFeatures().simd;
   EXPECT_EQ(placed[0].raw(), placed[1].raw());
   for (int i : {0, 1, 3})
     EXPECT_EQ(placed[i].layout(), tiles ? Layout::kRowTiles : Layout::kRowMajor) << i;

@@ -54,8 +54,8 @@ struct LinearTask {
   int64_t ldxp = 0;
   const void* w = nullptr;
   DType wdtype = DType::kF32;
-  // w in row tiles (tensor.h; AVX-512 kernels only): tiles of NR = kTileRows rows start at row
-  // multiples of kTileRows, so n0 of every call must be one.
+  // w in row tiles (tensor.h; the AVX-512 kernels, and simd::Linear where RowTilesFit): tiles of
+  // NR = kTileRows rows start at row multiples of kTileRows, so n0 of every call must be one.
   bool tiled = false;
   int64_t k = 0;
   const float* bias = nullptr;
@@ -285,6 +285,8 @@ namespace simd {
 bool Available();          // a SIMD target was found (not Highway's scalar/emulated fallback)
 const char* TargetName();  // Highway's name of the target in use, e.g. "AVX2", "NEON"
 int64_t F32Lanes();        // floats per vector of that target
+// Whether Linear takes row-tiled weights (LinearTask::tiled) of this element size on this CPU.
+bool RowTilesFit(int64_t dtype_bytes);
 // F32, BF16 and F16 weights (task.wdtype) with F32 activations (task.x); xb/xp are not used.
 void Linear(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // Any quantized weight, F32 activations (task.x, task.xsum/xs unused): weight rows [n0, n1) are

@@ -43,8 +43,12 @@ bool FastCpuOps::WantsRowTiles(const Tensor& w) const {
     return e == nullptr || std::string_view(e) != "0";
   }();
   if (!enabled || w.rank() != 2 || RowBytes(w) % kTileUnitBytes != 0) return false;
-  const DenseKernel kind = DenseKernelFor(w);
-  return kind != DenseKernel::kReference && kind != DenseKernel::kSimd;  // the AVX-512 kernels
+  return DenseKernelFor(w) != DenseKernel::kReference && ReadsRowTiles(w.dtype());
+}
+
+bool FastCpuOps::ReadsRowTiles(DType dtype) const {
+  return features_.avx512 ||
+         (features_.simd && cpu::simd::RowTilesFit(static_cast<int64_t>(DTypeSize(dtype))));
 }
 
 FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {
@@ -52,9 +56,8 @@ FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {
   const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
                          (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
   const bool tiled = w.layout() == Layout::kRowTiles;
-  // Row tiles only come from WantsRowTiles, i.e. for the AVX-512 kernels; the reference reads
-  // either layout.
-  if (!(features_.avx512 || features_.simd) || !supported || (tiled && !features_.avx512))
+  // Row tiles come from WantsRowTiles; the reference reads either layout.
+  if (!(features_.avx512 || features_.simd) || !supported || (tiled && !ReadsRowTiles(wt)))
     return DenseKernel::kReference;
   // Without AVX-512, Highway's kernels take every dtype with F32 activations as they are.
   if (!features_.avx512) return DenseKernel::kSimd;

@@ -26,8 +26,9 @@ class FastCpuOps : public CpuOps {
   // CPU and the format allow it (every GGUF format of Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q8_0 / Q4_K /
   // Q5_K / Q6_K on AVX512-VNNI, AVX2 or ARM64 DotProd CPUs; AWQ g128 on AVX512-VNNI).
   bool UsesInt8Activations(const QuantTensor& w) const;
-  // Whether Linear runs `w` on the AVX-512 kernels, which read weights stored in row tiles
-  // (tensor.h) as one stream; CpuBackend::PlaceWeights then stores it that way.
+  // Whether Linear runs `w` on a kernel that reads weights stored in row tiles (tensor.h) as one
+  // stream (the AVX-512 kernels; Highway's where a unit is whole vectors); CpuBackend::PlaceWeights
+  // then stores it that way.
   // XINFER_ROW_TILES=0 keeps row-major weights (A/B measurements).
   bool WantsRowTiles(const Tensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8
@@ -53,6 +54,7 @@ class FastCpuOps : public CpuOps {
   // The kernel family a dense Linear on `w` runs.
   enum class DenseKernel { kReference, kSimd, kBf16Dot, kBf16Widen, kF32Acc };
   DenseKernel DenseKernelFor(const Tensor& w) const;
+  bool ReadsRowTiles(DType dtype) const;
   // Checks a dense Linear's arguments and fills `task` (bias converted to F32 into
   // `bias_scratch` where needed, x not yet prepared); returns the rows of x.
   int64_t PrepareDenseTask(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,

@@ -163,11 +163,12 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
 
 // Row tiles (tensor.h) change where a weight's bytes lie, not the arithmetic: Linear on tiled
 // weights is bitwise Linear on the same weights row-major, for every AVX-512 path (F32 FMA on
-// F32/F16/BF16 weights, BF16 widen, BF16 dot), a short last tile (N = 203: 5 rows), decode,
-// streamed and L2-blocked row counts and several thread counts. The reference ops (Linear,
-// Embedding) read either layout.
+// F32/F16/BF16 weights, BF16 widen, BF16 dot) and Highway's (AVX2, SSE4 under XINFER_ISA, NEON),
+// a short last tile (N = 203: 5 rows), decode, streamed and L2-blocked row counts and several
+// thread counts. The reference ops (Linear, Embedding) read either layout.
 TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
-  if (!cpu::DetectCpuFeatures().avx512) GTEST_SKIP() << "row tiles are for the AVX-512 kernels";
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  if (!f.avx512 && !f.simd) GTEST_SKIP() << "row tiles are for the SIMD kernels";
   const int64_t n = 203;
   for (bool bf16_activations : {false, true}) {
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
@@ -175,6 +176,11 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
         Tensor w = Random(dt, {n, k});
         Tensor tiled = RowTiled(w);
         ASSERT_NE(std::memcmp(w.raw(), tiled.raw(), w.size_bytes()), 0);  // really reordered
+        // A kernel reads the tiles (FastCpuOps would otherwise fall back to the reference):
+        // every AVX-512 and fixed-width Highway target; SVE only up to 512-bit vectors.
+        const bool reads = f.avx512 || cpu::simd::RowTilesFit(DTypeSize(dt));
+        ASSERT_EQ(FastCpuOps(bf16_activations, 1).WantsRowTiles(w), reads) << DTypeName(dt);
+        if (!reads) continue;
         Tensor b = Random(DType::kF32, {n});
         for (int64_t t : {1, 5, 16, 70}) {
           Tensor x = Random(DType::kF32, {t, k});

@@ -77,13 +77,12 @@ void WidenTail(const hwy::float16_t* p, int64_t n, float* out) {
     if constexpr (MR > 2) a2##J = hn::MulAdd(xv2, wv, a2##J); \
     if constexpr (MR > 3) a3##J = hn::MulAdd(xv3, wv, a3##J); \
   }
-#define XI_HWY_STORE_ROW(I)                                                               \
-  if (MR > I) {                                                                           \
-    float* o = out + I * ldo;                                                             \
-    o[0] = hn::GetLane(hn::SumOfLanes(df, a##I##0)) + (bias ? bias[0] : 0.f);             \
-    if (nr > 1) o[1] = hn::GetLane(hn::SumOfLanes(df, a##I##1)) + (bias ? bias[1] : 0.f); \
-    if (nr > 2) o[2] = hn::GetLane(hn::SumOfLanes(df, a##I##2)) + (bias ? bias[2] : 0.f); \
-    if (nr > 3) o[3] = hn::GetLane(hn::SumOfLanes(df, a##I##3)) + (bias ? bias[3] : 0.f); \
+// Element (I, J) of a tile: accumulator aIJ reduced, plus the bias; columns past nr are not stored.
+#define XI_HWY_STORE(I, J) \
+  if (nr > J) out[I * ldo + J] = hn::GetLane(hn::SumOfLanes(df, a##I##J)) + (bias ? bias[J] : 0.f);
+#define XI_HWY_STORE_ROW(I)                                                     \
+  if (MR > I) {                                                                 \
+    XI_HWY_STORE(I, 0) XI_HWY_STORE(I, 1) XI_HWY_STORE(I, 2) XI_HWY_STORE(I, 3) \
   }
 
 // A tile's operands: weight rows w0..w3 (STRIDE elements of type T apart; rows past nr repeat
@@ -166,15 +165,14 @@ constexpr TileFn<TW> kTiles[4] = {Tile<1, TW>, Tile<kMr >= 2 ? 2 : 1, TW>,
 constexpr int kTileNr = static_cast<int>(kTileRows);
 static_assert(kTileNr == 6, "the tile below names six accumulators per row of x");
 
-#define XI_HWY_STORE_ROW6(I)                                                              \
-  if (MR > I) {                                                                           \
-    float* o = out + I * ldo;                                                             \
-    o[0] = hn::GetLane(hn::SumOfLanes(df, a##I##0)) + (bias ? bias[0] : 0.f);             \
-    if (nr > 1) o[1] = hn::GetLane(hn::SumOfLanes(df, a##I##1)) + (bias ? bias[1] : 0.f); \
-    if (nr > 2) o[2] = hn::GetLane(hn::SumOfLanes(df, a##I##2)) + (bias ? bias[2] : 0.f); \
-    if (nr > 3) o[3] = hn::GetLane(hn::SumOfLanes(df, a##I##3)) + (bias ? bias[3] : 0.f); \
-    if (nr > 4) o[4] = hn::GetLane(hn::SumOfLanes(df, a##I##4)) + (bias ? bias[4] : 0.f); \
-    if (nr > 5) o[5] = hn::GetLane(hn::SumOfLanes(df, a##I##5)) + (bias ? bias[5] : 0.f); \
+#define XI_HWY_STORE_ROW6(I) \
+  if (MR > I) {              \
+    XI_HWY_STORE(I, 0)       \
+    XI_HWY_STORE(I, 1)       \
+    XI_HWY_STORE(I, 2)       \
+    XI_HWY_STORE(I, 3)       \
+    XI_HWY_STORE(I, 4)       \
+    XI_HWY_STORE(I, 5)       \
   }
 
 // MR rows of x times the nr (<= 6) rows of the row-tile group at g; rows past nr repeat row 0
@@ -540,6 +538,8 @@ HWY_NOINLINE void QuantTileInRegisters(const float* HWY_RESTRICT x, int64_t ldx,
 }
 #undef XI_HWY_ROW
 #undef XI_HWY_STORE_ROW
+#undef XI_HWY_STORE_ROW6
+#undef XI_HWY_STORE
 #undef XI_HWY_TILE_SETUP
 
 using QuantTileFn = void (*)(const float*, int64_t, const uint8_t*, int64_t, int64_t, int64_t,

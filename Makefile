@@ -34,7 +34,7 @@ test-asan: deps node-deps
 	@$(CMAKE) --preset asan >/dev/null
 	@$(CMAKE) --build --preset asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_ARGS) -j $(JOBS) \
-	  -E '^(engine_batch_invariance|integration_tests)_simd_
+	  -E '^(engine_batch_invariance|integration_tests)_simd_'
 
 # ThreadSanitizer on what runs threads: the CPU backend's thread pool (its unit tests, and the
 # model's ops on it with 2 threads), the async engine and the HTTP server (unit tests and the

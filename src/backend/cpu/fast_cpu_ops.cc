@@ -21,6 +21,8 @@ FastCpuOps::FastCpuOps(bool bf16_activations, int num_threads, bool int8_activat
       bf16_path_(cpu::SelectBf16Path(features_, bf16_activations)),
       int8_activations_(int8_activations) {
   if (features_.avx512) cpu::avx512::QuantKernelTablesInit();
+  row_tiles_16_ = features_.avx512 || (features_.simd && cpu::simd::RowTilesFit(2));
+  row_tiles_32_ = features_.avx512 || (features_.simd && cpu::simd::RowTilesFit(4));
 }
 
 const float* FastCpuOps::ToF32(const Tensor& t, std::vector<float>& dst) {
@@ -47,8 +49,7 @@ bool FastCpuOps::WantsRowTiles(const Tensor& w) const {
 }
 
 bool FastCpuOps::ReadsRowTiles(DType dtype) const {
-  return features_.avx512 ||
-         (features_.simd && cpu::simd::RowTilesFit(static_cast<int64_t>(DTypeSize(dtype))));
+  return DTypeSize(dtype) == 4 ? row_tiles_32_ : row_tiles_16_;
 }
 
 FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {

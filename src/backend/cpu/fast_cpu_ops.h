@@ -111,6 +111,8 @@ class FastCpuOps : public CpuOps {
 
   cpu::CpuFeatures features_;
   cpu::Bf16Path bf16_path_;
+  // ReadsRowTiles for 16-bit and 32-bit weights, fixed per CPU (asked once, not per Linear).
+  bool row_tiles_16_ = false, row_tiles_32_ = false;
   bool int8_activations_;
   std::vector<uint16_t> xb_;
   std::vector<float> xp_;

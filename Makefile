@@ -7,15 +7,25 @@ CTEST_ARGS ?= --output-on-failure
 
 all: build
 
+# The presets configure with Ninja. A build folder configured earlier with another generator is
+# reconfigured from scratch (CMake refuses to switch generators in place); its objects are rebuilt.
+define forget-other-generator
+@if [ -f $(1)/CMakeCache.txt ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$$' $(1)/CMakeCache.txt; then \
+  echo "$(1): configured with another generator; reconfiguring with Ninja"; \
+  rm -rf $(1)/CMakeCache.txt $(1)/CMakeFiles; fi
+endef
+
 deps:
 	@scripts/install-deps.sh
 
 build: deps
+	$(call forget-other-generator,build)
 	@$(CMAKE) --preset release >/dev/null
 	@$(CMAKE) --build --preset release -j $(JOBS)
 	@echo "built build/bin/xinfer"
 
 build-debug: deps
+	$(call forget-other-generator,build-debug)
 	@$(CMAKE) --preset debug >/dev/null
 	@$(CMAKE) --build --preset debug -j $(JOBS)
 
@@ -31,6 +41,7 @@ node-deps:
 # whole-model reruns with XINFER_ISA=avx2 (the release run has them; the kernels they switch to
 # keep their ASan coverage in backend_tests_simd_*): 2.4 of ASan's 7.6 test minutes (summed).
 test-asan: deps node-deps
+	$(call forget-other-generator,build-asan)
 	@$(CMAKE) --preset asan >/dev/null
 	@$(CMAKE) --build --preset asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_ARGS) -j $(JOBS) \
@@ -40,6 +51,7 @@ test-asan: deps node-deps
 # model's ops on it with 2 threads), the async engine and the HTTP server (unit tests and the
 # Node client tests at a smaller load).
 test-tsan: deps node-deps
+	$(call forget-other-generator,build-tsan)
 	@$(CMAKE) --preset tsan >/dev/null
 	@$(CMAKE) --build --preset tsan -j $(JOBS) --target xinfer base_tests engine_tests server_tests
 	@cd build-tsan && ./bin/base_tests --gtest_filter='ThreadPool*' && ./bin/engine_tests && \

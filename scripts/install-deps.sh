@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev libboost-dev
 )

@@ -7,15 +7,8 @@
 namespace xinfer {
 namespace {
 
-struct Case {
-  const char* name;
-  const char* tmpl;
-  const char* ctx;
-  const char* want;
-};
-
 // clang-format off
-const Case kCases[] = {
+const testing::RenderCase kExprCases[] = {
   // ---- literals and printing ----
   {"print_scalars", "{{ none }} {{ None }} {{ true }} {{ False }} {{ 42 }} {{ -7 }} {{ 1.5 }} {{ 'x' }}", R"~({})~", "None None True False 42 -7 1.5 x"},
   {"print_list_repr", "{{ [1, 'a', none, true, 1.0, {'k': 'v'}, (1,), (1, 2)] }}", R"~({})~", "[1, 'a', None, True, 1.0, {'k': 'v'}, (1,), (1, 2)]"},
@@ -102,15 +95,15 @@ const Case kCases[] = {
 };
 // clang-format on
 
-class TemplateExprTest : public ::testing::TestWithParam<Case> {};
+class TemplateExprTest : public ::testing::TestWithParam<testing::RenderCase> {};
 
 TEST_P(TemplateExprTest, RendersLikeJinja2) {
-  const Case& c = GetParam();
+  const testing::RenderCase& c = GetParam();
   EXPECT_EQ(testing::RenderOrError(c.tmpl, c.ctx), c.want) << "template: " << c.tmpl;
 }
 
-INSTANTIATE_TEST_SUITE_P(Expressions, TemplateExprTest, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
+INSTANTIATE_TEST_SUITE_P(Expressions, TemplateExprTest, ::testing::ValuesIn(kExprCases),
+                         [](const ::testing::TestParamInfo<testing::RenderCase>& info) {
                            return std::string(info.param.name);
                          });
 

@@ -7,15 +7,8 @@
 namespace xinfer {
 namespace {
 
-struct Case {
-  const char* name;
-  const char* tmpl;
-  const char* ctx;
-  const char* want;
-};
-
 // clang-format off
-const Case kCases[] = {
+const testing::RenderCase kSyntaxCases[] = {
   // ---- text, comments, whitespace control ----
   {"plain_text", R"~(hello world)~", R"~({})~", R"~(hello world)~"},
   {"trailing_newline_dropped", "a\n", R"~({})~", "a"},
@@ -86,15 +79,15 @@ const Case kCases[] = {
 };
 // clang-format on
 
-class TemplateSyntaxTest : public ::testing::TestWithParam<Case> {};
+class TemplateSyntaxTest : public ::testing::TestWithParam<testing::RenderCase> {};
 
 TEST_P(TemplateSyntaxTest, RendersLikeJinja2) {
-  const Case& c = GetParam();
+  const testing::RenderCase& c = GetParam();
   EXPECT_EQ(testing::RenderOrError(c.tmpl, c.ctx), c.want) << "template: " << c.tmpl;
 }
 
-INSTANTIATE_TEST_SUITE_P(Statements, TemplateSyntaxTest, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
+INSTANTIATE_TEST_SUITE_P(Statements, TemplateSyntaxTest, ::testing::ValuesIn(kSyntaxCases),
+                         [](const ::testing::TestParamInfo<testing::RenderCase>& info) {
                            return std::string(info.param.name);
                          });
 

@@ -10,6 +10,14 @@
 
 namespace xinfer::testing {
 
+// One table-driven rendering case: `want` is what Jinja2 renders for `tmpl` with `ctx` (JSON).
+struct RenderCase {
+  const char* name;
+  const char* tmpl;
+  const char* ctx;
+  const char* want;
+};
+
 // Renders `source` with `context_json` (a JSON object text); returns the output, or
 // "ERROR: <message>" so that expectations can state the exact failure text.
 inline std::string RenderOrError(const std::string& source, const std::string& context_json = "{}",

@@ -25,7 +25,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct BenchOptions {
+struct OfflineBenchOptions {
   std::string model;
   int input_len = 128;
   int output_len = 128;
@@ -52,7 +52,7 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-StatusOr<RunResult> RunOnce(LLMEngine& engine, const BenchOptions& o, int run) {
+StatusOr<RunResult> RunOnce(LLMEngine& engine, const OfflineBenchOptions& o, int run) {
   std::mt19937 rng(1234 + run);
   const int vocab = engine.model_config().vocab_size;
   std::uniform_int_distribution<int32_t> id(100, std::max(101, std::min(vocab, 100000) - 1));
@@ -87,7 +87,7 @@ StatusOr<RunResult> RunOnce(LLMEngine& engine, const BenchOptions& o, int run) {
   return r;
 }
 
-int Run(const BenchOptions& o) {
+int Run(const OfflineBenchOptions& o) {
   if (o.input_len < 1 || o.output_len < 2 || o.batch < 1 || o.runs < 1)
     return ReportError(InvalidArgument(
         "--input-len >= 1, --output-len >= 2, --batch >= 1 and --runs >= 1 are required"));
@@ -111,7 +111,7 @@ int Run(const BenchOptions& o) {
   // Warm-up: faults the mapped weights in and grows the activation arena and kernel scratch to
   // their final sizes, so the timed runs see neither.
   {
-    BenchOptions warm = o;
+    OfflineBenchOptions warm = o;
     warm.output_len = 2;
     auto r = RunOnce(**engine, warm, -1);
     if (!r.ok()) return ReportError(r.status());
@@ -201,7 +201,7 @@ int Run(const BenchOptions& o) {
 }  // namespace
 
 void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
-  auto opts = std::make_shared<BenchOptions>();
+  auto opts = std::make_shared<OfflineBenchOptions>();
   CLI::App* cmd = bench.add_subcommand(
       "offline", "Offline throughput: prefill and decode tok/s against the measured rooflines");
   cmd->add_option("--model", opts->model, "Hugging Face model folder")->required();

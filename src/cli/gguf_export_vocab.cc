@@ -263,7 +263,7 @@ void AddSpecialTokens(const json& tok, const json& tcfg, const json& config, int
   if (add_eos) w->SetBool("tokenizer.ggml.add_eos_token", *add_eos);
 }
 
-StatusOr<std::string> ChatTemplate(const std::string& src_dir, const json& tcfg) {
+StatusOr<std::string> ChatTemplateSource(const std::string& src_dir, const json& tcfg) {
   if (tcfg.contains("chat_template")) {
     const json& t = Field(tcfg, "chat_template");
     if (t.is_string()) return t.get<std::string>();
@@ -322,7 +322,7 @@ Status AddGgufVocab(const std::string& src_dir, int vocab_size, GgufWriter* w) {
   w->SetI32Array("tokenizer.ggml.token_type", v.types);
   if (!spm) w->SetStringArray("tokenizer.ggml.merges", v.merges);
   AddSpecialTokens(tok, tcfg, config, vocab_size, w);
-  XI_ASSIGN_OR_RETURN(std::string tmpl, ChatTemplate(src_dir, tcfg));
+  XI_ASSIGN_OR_RETURN(std::string tmpl, ChatTemplateSource(src_dir, tcfg));
   if (!tmpl.empty()) w->SetString("tokenizer.chat_template", tmpl);
   return Status::Ok();
 }

@@ -9,10 +9,12 @@
 #include <random>
 #include <vector>
 
+#include "sampling/test_values.h"
+
 namespace xinfer {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
+using testing::kInf;
 
 std::vector<Candidate> FromLogits(const std::vector<float>& logits, float temperature = 1.0f) {
   std::vector<Candidate> c;

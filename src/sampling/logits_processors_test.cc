@@ -8,12 +8,13 @@
 
 #include "sampling/counter_rng.h"
 #include "sampling/logprobs.h"
+#include "sampling/test_values.h"
 
 namespace xinfer {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using testing::kInf;
+using testing::kNaN;
 
 TEST(LogitsProcessorsTest, SanitizeTurnsNaNIntoNegativeInfinity) {
   std::vector<float> l = {1.0f, kNaN, -kInf, kInf};

@@ -9,12 +9,14 @@
 #include <set>
 #include <vector>
 
+#include "sampling/test_values.h"
+
 namespace xinfer {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr int32_t kEos = 9;
+using testing::kInf;
+using testing::kNaN;
+constexpr int32_t kSamplerEos = 9;
 
 SamplingParams Params() {
   SamplingParams p;
@@ -34,7 +36,7 @@ SampleResult SampleOnce(Sampler& s, std::vector<float> logits, std::span<const i
 // t, so each draw uses a fresh uniform; no penalties, so the output contents do not matter).
 std::vector<double> Frequencies(const SamplingParams& p, const std::vector<float>& logits,
                                 int draws) {
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   const std::vector<int32_t> zeros(static_cast<size_t>(draws), 0);
   std::vector<int> counts(logits.size(), 0);
   for (int t = 0; t < draws; ++t) {
@@ -59,7 +61,7 @@ TEST(SamplerTest, GreedyIsArgmaxWithTiesToLowestIdAndIgnoresTheSeed) {
   p.temperature = 0.0f;
   for (uint64_t seed : {1u, 2u, 3u}) {
     p.seed = seed;
-    Sampler s(p, {kEos}, 0);
+    Sampler s(p, {kSamplerEos}, 0);
     EXPECT_EQ(SampleOnce(s, {0.5f, 2.0f, 1.0f, 2.0f}).token, 1);
   }
 }
@@ -68,7 +70,7 @@ TEST(SamplerTest, GreedySeesPenalties) {
   SamplingParams p = Params();
   p.temperature = 0.0f;
   p.repetition_penalty = 2.0f;
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   const std::vector<int32_t> prompt = {0};
   // Token 0 (3.0) is in the prompt → 1.5, below token 1 (2.0).
   EXPECT_EQ(SampleOnce(s, {3.0f, 2.0f, 0.0f}, prompt).token, 1);
@@ -171,7 +173,7 @@ TEST(SamplerTest, LogitBiasForcesAndBansTokens) {
 TEST(SamplerTest, RepetitionPenaltyAppliesToPromptAndOutputOnce) {
   SamplingParams p = Params();
   p.repetition_penalty = 2.0f;
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   std::vector<float> l = {4.0f, -4.0f, 4.0f, -4.0f, 4.0f};
   const std::vector<int32_t> prompt = {0, 0, 1};
   const std::vector<int32_t> output = {2, 1, 2};
@@ -186,7 +188,7 @@ TEST(SamplerTest, PresenceAndFrequencyPenaltiesUseOutputOnly) {
   SamplingParams p = Params();
   p.presence_penalty = 0.5f;
   {
-    Sampler s(p, {kEos}, 0);
+    Sampler s(p, {kSamplerEos}, 0);
     std::vector<float> l(4, 1.0f);
     ASSERT_TRUE(s.ProcessLogits(l, prompt, output).ok());
     EXPECT_EQ(l, (std::vector<float>{1.0f, 0.5f, 0.5f, 1.0f}));  // presence: count-independent
@@ -194,7 +196,7 @@ TEST(SamplerTest, PresenceAndFrequencyPenaltiesUseOutputOnly) {
   p.presence_penalty = 0.0f;
   p.frequency_penalty = 0.5f;
   {
-    Sampler s(p, {kEos}, 0);
+    Sampler s(p, {kSamplerEos}, 0);
     std::vector<float> l(4, 1.0f);
     ASSERT_TRUE(s.ProcessLogits(l, prompt, output).ok());
     EXPECT_EQ(l, (std::vector<float>{1.0f, -0.5f, 0.5f, 1.0f}));  // frequency: times count
@@ -211,7 +213,7 @@ TEST(SamplerTest, NegativePenaltiesEncourageRepetition) {
   SamplingParams p = Params();
   p.temperature = 0.0f;
   p.presence_penalty = -2.0f;
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   const std::vector<int32_t> output = {2};
   EXPECT_EQ(SampleOnce(s, {1.0f, 2.0f, 0.5f}, {}, output).token, 2);
 }
@@ -221,15 +223,15 @@ TEST(SamplerTest, MinTokensMasksEosAndStopIdsUntilReached) {
   p.temperature = 0.0f;
   p.min_tokens = 2;
   p.stop_token_ids = {5};
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   std::vector<float> logits(10, 0.0f);
-  logits[kEos] = 10.0f;
+  logits[kSamplerEos] = 10.0f;
   logits[5] = 9.0f;
   logits[3] = 1.0f;
   const std::vector<int32_t> out = {3, 3};
   EXPECT_EQ(SampleOnce(s, logits, {}, std::span(out).first(0)).token, 3);
   EXPECT_EQ(SampleOnce(s, logits, {}, std::span(out).first(1)).token, 3);
-  EXPECT_EQ(SampleOnce(s, logits, {}, out).token, kEos);  // 2 tokens exist: allowed now
+  EXPECT_EQ(SampleOnce(s, logits, {}, out).token, kSamplerEos);  // 2 tokens exist: allowed now
 }
 
 TEST(SamplerTest, MinTokensLeavesEosAloneWithIgnoreEos) {
@@ -238,11 +240,11 @@ TEST(SamplerTest, MinTokensLeavesEosAloneWithIgnoreEos) {
   p.min_tokens = 3;
   p.ignore_eos = true;
   p.stop_token_ids = {5};
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   std::vector<float> logits(10, 0.0f);
-  logits[kEos] = 10.0f;
+  logits[kSamplerEos] = 10.0f;
   logits[5] = 11.0f;
-  EXPECT_EQ(SampleOnce(s, logits).token, kEos);  // stop id still masked, EOS is not
+  EXPECT_EQ(SampleOnce(s, logits).token, kSamplerEos);  // stop id still masked, EOS is not
 }
 
 TEST(SamplerTest, SameSeedSameTokensRegardlessOfInterleaving) {
@@ -257,10 +259,10 @@ TEST(SamplerTest, SameSeedSameTokensRegardlessOfInterleaving) {
   p.top_k = 20;
   p.top_p = 0.9f;
   auto run = [&](bool interleave) {
-    Sampler s(p, {kEos}, 0);
+    Sampler s(p, {kSamplerEos}, 0);
     SamplingParams other_params = Params();
     other_params.seed = 5;
-    Sampler other(other_params, {kEos}, 0);
+    Sampler other(other_params, {kSamplerEos}, 0);
     std::vector<int32_t> out, other_out;
     for (const auto& l : steps) {
       if (interleave) {  // another request in the batch, sampled first, twice
@@ -274,7 +276,7 @@ TEST(SamplerTest, SameSeedSameTokensRegardlessOfInterleaving) {
   const auto alone = run(false);
   EXPECT_EQ(alone, run(true));
   // Another Sampler with the same seed, and the fallback seed being ignored when a seed is set.
-  Sampler again(p, {kEos}, /*fallback_seed=*/12345);
+  Sampler again(p, {kSamplerEos}, /*fallback_seed=*/12345);
   std::vector<int32_t> out;
   for (const auto& l : steps) out.push_back(SampleOnce(again, l, {}, out).token);
   EXPECT_EQ(alone, out);
@@ -285,7 +287,7 @@ TEST(SamplerTest, DifferentSeedsGiveDifferentSequences) {
   auto run = [&](std::optional<uint64_t> seed, uint64_t fallback) {
     SamplingParams p = Params();
     p.seed = seed;
-    Sampler s(p, {kEos}, fallback);
+    Sampler s(p, {kSamplerEos}, fallback);
     std::vector<int32_t> out;
     for (int i = 0; i < 20; ++i) out.push_back(SampleOnce(s, flat, {}, out).token);
     return out;
@@ -302,7 +304,7 @@ TEST(SamplerTest, LogprobsAreRawLogSoftmaxWithSortedTopN) {
   p.temperature = 0.3f;          // none of the processing below may affect raw logprobs
   p.logit_bias = {{0, 100.0f}};  // forces token 0, the least likely under raw logits
   p.repetition_penalty = 1.5f;
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   const std::vector<float> logits = {0.0f, 2.0f, 1.0f, 2.0f};
   const std::vector<int32_t> prompt = {1};
   const auto r = SampleOnce(s, logits, prompt);
@@ -320,12 +322,12 @@ TEST(SamplerTest, LogprobsZeroAndAbsent) {
   SamplingParams p = Params();
   p.temperature = 0.0f;
   p.logprobs = 0;
-  Sampler with(p, {kEos}, 0);
+  Sampler with(p, {kSamplerEos}, 0);
   const auto r = SampleOnce(with, {0.0f, 0.0f});
   EXPECT_TRUE(r.top_logprobs.empty());
   EXPECT_NEAR(r.logprob, std::log(0.5), 1e-6);
   p.logprobs = -1;
-  Sampler without(p, {kEos}, 0);
+  Sampler without(p, {kSamplerEos}, 0);
   const auto q = SampleOnce(without, {0.0f, 0.0f});
   EXPECT_TRUE(q.top_logprobs.empty());
   EXPECT_EQ(q.logprob, 0.0f);
@@ -337,13 +339,13 @@ TEST(SamplerTest, NaNLogitsAreNeverChosen) {
   const std::vector<float> logits = {kNaN, 0.0f, kNaN, 0.0f};
   const auto freq = Frequencies(p, logits, 500);
   EXPECT_EQ(freq[0] + freq[2], 0.0);
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   const auto r = SampleOnce(s, logits);
   EXPECT_NEAR(r.logprob, std::log(0.5), 1e-6);
   ASSERT_EQ(r.top_logprobs.size(), 3u);
   EXPECT_EQ(r.top_logprobs[2].logprob, -kInf);
   p.temperature = 0.0f;
-  Sampler g(p, {kEos}, 0);
+  Sampler g(p, {kSamplerEos}, 0);
   EXPECT_EQ(SampleOnce(g, {kNaN, -1.0f, kNaN}).token, 1);
 }
 
@@ -359,20 +361,20 @@ TEST(SamplerTest, NothingSampleableIsAnErrorNotACrash) {
     SamplingParams p = Params();
     p.temperature = t;
     p.logprobs = 1;
-    Sampler s(p, {kEos}, 0);
+    Sampler s(p, {kSamplerEos}, 0);
     std::vector<float> logits = {kNaN, kNaN, -kInf};
     const auto r = s.Sample(logits, {}, {});
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kInternal);
   }
-  Sampler s(Params(), {kEos}, 0);
+  Sampler s(Params(), {kSamplerEos}, 0);
   EXPECT_FALSE(s.Sample({}, {}, {}).ok());
 }
 
 TEST(SamplerTest, OutOfRangeIdsAreErrors) {
   SamplingParams p = Params();
   p.repetition_penalty = 1.2f;
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   std::vector<float> logits(4, 0.0f);
   const std::vector<int32_t> bad_prompt = {1, 4};
   auto r = s.Sample(logits, bad_prompt, {});
@@ -385,7 +387,7 @@ TEST(SamplerTest, OutOfRangeIdsAreErrors) {
 
   SamplingParams b = Params();
   b.logit_bias = {{10, 1.0f}};  // validated against a larger vocab than these logits
-  Sampler sb(b, {kEos}, 0);
+  Sampler sb(b, {kSamplerEos}, 0);
   r = sb.Sample(logits, {}, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -402,7 +404,7 @@ TEST(SamplerTest, FullVocabWithTopPAndNoTopK) {
   SamplingParams p = Params();
   p.top_p = 0.9f;
   p.logprobs = 5;
-  Sampler s(p, {kEos}, 0);
+  Sampler s(p, {kSamplerEos}, 0);
   const auto r = SampleOnce(s, logits);
   EXPECT_EQ(r.token, 42);
   EXPECT_EQ(r.top_logprobs[0].id, 42);

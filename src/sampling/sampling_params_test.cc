@@ -7,12 +7,14 @@
 #include <limits>
 #include <string>
 
+#include "sampling/test_values.h"
+
 namespace xinfer {
 namespace {
 
+using testing::kInf;
+using testing::kNaN;
 constexpr int32_t kVocab = 1000;
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
 struct BadCase {
   const char* what;

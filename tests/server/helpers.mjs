@@ -20,8 +20,10 @@ export function skipUnless(...models) {
 
 // Starts a server; resolves once it listens. Small engine settings keep the tests fast on 2 cores.
 export async function startServer(model, args = [], { name = 'test-model' } = {}) {
-  const argv = ['serve', model, '--port', '0', '--served-model-name', name,
-    '--max-model-len', '512', '--threads', process.env.XINFER_TEST_THREADS ?? '1', ...args];
+  // A short context by default (less KV cache to allocate); a test may pass its own.
+  const context = args.includes('--max-model-len') ? [] : ['--max-model-len', '512'];
+  const argv = ['serve', model, '--port', '0', '--served-model-name', name, ...context,
+    '--threads', process.env.XINFER_TEST_THREADS ?? '1', ...args];
   const proc = spawn(BIN, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; if (stderr.length > 1 << 20) stderr = stderr.slice(-65536); });

@@ -4,7 +4,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { startServer, skipUnless, QWEN, STORIES, metrics, metric, waitFor, rssBytes, sleep } from './helpers.mjs';
+import { startServer, skipUnless, QWEN, STORIES, metrics, metric, waitFor, rssBytes } from './helpers.mjs';
 
 const LOAD = Number(process.env.XINFER_LOAD_REQUESTS ?? 1024);
 
@@ -126,12 +126,17 @@ describe('robustness', () => {
 
   test('SIGTERM with --shutdown-timeout aborts what is left and still exits 0',
     { skip: skipUnless(QWEN), timeout: 60000 }, async () => {
-      const srv = await startServer(QWEN, ['--shutdown-timeout', '0.5']);
+      // 4,000 tokens take seconds even where the tiny model decodes fastest (its 151,936 x 64
+      // F32 lm_head is 39 MB a token), so the request is still running when the 0.5 s are up.
+      const srv = await startServer(QWEN, ['--shutdown-timeout', '0.5', '--max-model-len', '4096']);
       const stream = await srv.client().completions.create({ model: 'test-model', prompt: 'long',
-        max_tokens: 480, ignore_eos: true, stream: true });
+        max_tokens: 4000, ignore_eos: true, stream: true });
       let finish;
-      const done = (async () => { for await (const c of stream) finish = c.choices[0]?.finish_reason ?? finish; })();
-      await sleep(300);
+      let chunks = 0;
+      const done = (async () => {
+        for await (const c of stream) { chunks++; finish = c.choices[0]?.finish_reason ?? finish; }
+      })();
+      await waitFor(() => chunks > 0, 30000, 'stream started');
       const t0 = Date.now();
       srv.proc.kill('SIGTERM');
       await done;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,30 @@ class FastCpuOpsTest : public ::testing::Test {
   }
   static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
     return std::memcmp(a, b, n * sizeof(float)) == 0;
+  }
+  // Runs linear(ops, xs, ys) on row chunks of x of each size in `chunks`, each size on one thread
+  // count, cycling 1, 2, 3 (every size and every count at a third of the cost of all pairs: these
+  // tests run under qemu, on SVE, too), and expects every chunk bitwise equal to its rows of
+  // `full` (x times the same weight in one call). `what` names the case in failures.
+  template <class LinearFn>
+  void ExpectChunksBitwise(const Tensor& x, const Tensor& full, bool bf16_activations,
+                           std::initializer_list<int64_t> chunks, const std::string& what,
+                           LinearFn&& linear) {
+    const int64_t t = x.dim(0), n = full.dim(1);
+    int threads = 0;
+    for (int64_t chunk : chunks) {
+      threads = threads % 3 + 1;
+      FastCpuOps ops(bf16_activations, threads);
+      for (int64_t r = 0; r < t; r += chunk) {
+        const int64_t e = std::min(t, r + chunk);
+        Tensor xs = Copy(x.Slice0(r, e));
+        Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+        linear(ops, xs, ys);
+        ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+            << what << " rows " << r << ".." << e << " threads " << threads << " bf16_activations "
+            << bf16_activations;
+      }
+    }
   }
   // A copy of the row-major weight `w` in row tiles (tensor.h).
   Tensor RowTiled(const Tensor& w) {
@@ -145,22 +170,11 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
         Tensor b = Random(DType::kF32, {n});
         Tensor full = backend_->NewTensor(DType::kF32, {t, n});
         ops.Linear(x, w, &b, full);
-        // Each chunk size on one thread count, cycling 1, 2, 3: every size and every count at a
-        // third of the cost of all pairs (this test runs under qemu, on SVE, too).
-        int threads = 0;
-        for (int64_t chunk : {1, 2, 3, 4, 5, 16, 37}) {
-          threads = threads % 3 + 1;
-          FastCpuOps ops_n(bf16_activations, threads);
-          for (int64_t r = 0; r < t; r += chunk) {
-            const int64_t e = std::min(t, r + chunk);
-            Tensor xs = Copy(x.Slice0(r, e));
-            Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-            ops_n.Linear(xs, w, &b, ys);
-            ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-                << DTypeName(dt) << " K=" << k << " rows " << r << ".." << e << " threads "
-                << threads << " bf16_activations " << bf16_activations;
-          }
-        }
+        ExpectChunksBitwise(
+            x, full, bf16_activations, {1, 2, 3, 4, 5, 16, 37},
+            std::string(DTypeName(dt)) + " K=" + std::to_string(k),
+            [&](FastCpuOps& o, Tensor& xs, Tensor& ys) { o.Linear(xs, w, &b, ys); });
+        if (HasFatalFailure()) return;
       }
     }
   }
@@ -377,20 +391,12 @@ TEST_F(FastCpuOpsTest, QuantLinearMatchesReferenceAndIsBitwiseBatchInvariant) {
               << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " on "
               << cpu::simd::TargetName() << " bf16_activations " << bf16_activations;
         }
-        int threads = 0;  // cycling 1, 2, 3 over the chunk sizes, as in the test above
-        for (int64_t chunk : {1, 2, 3, 4, 7, 19}) {
-          threads = threads % 3 + 1;
-          FastCpuOps ops_n(bf16_activations, threads);
-          for (int64_t r = 0; r < t; r += chunk) {
-            const int64_t e = std::min(t, r + chunk);
-            Tensor xs = Copy(x.Slice0(r, e));
-            Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-            ops_n.QuantLinear(xs, w, &b, ys);
-            ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-                << QuantTypeName(c.type) << " g" << c.group << " K=" << k << " rows " << r << ".."
-                << e << " threads " << threads << " bf16_activations " << bf16_activations;
-          }
-        }
+        ExpectChunksBitwise(
+            x, full, bf16_activations, {1, 2, 3, 4, 7, 19},
+            std::string(QuantTypeName(c.type)) + " g" + std::to_string(c.group) +
+                " K=" + std::to_string(k),
+            [&](FastCpuOps& o, Tensor& xs, Tensor& ys) { o.QuantLinear(xs, w, &b, ys); });
+        if (HasFatalFailure()) return;
       }
     }
   }

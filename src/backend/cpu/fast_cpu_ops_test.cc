@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <initializer_list>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -157,13 +157,14 @@ TEST_F(FastCpuOpsTest, LinearMatchesDoubleReferenceAllDtypesOddShapes) {
 // The batch-invariance property the engine relies on: Linear of a row is bitwise the same
 // whether it runs alone, in any slice of a batch, with any thread count.
 TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
+  // 4864: 37 BF16 rows of x exceed the AVX-512 BF16-dot kernel's streaming size (256 KiB; the
+  // others' 64 KiB is past at 896 already), so only CPUs with AVX-512 need it.
+  const bool avx512 = cpu::DetectCpuFeatures().avx512;
   for (bool bf16_activations : {false, true}) {
     FastCpuOps ops(bf16_activations);
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-      // 4864: 37 BF16 rows of x exceed the AVX-512 BF16-dot kernel's streaming size (256 KiB;
-      // the others' 64 KiB is past at 896 already), so only CPUs with AVX-512 need it.
       for (int64_t k : {64, 129, 896, 4864}) {
-        if (k == 4864 && !cpu::DetectCpuFeatures().avx512) continue;
+        if (k == 4864 && !avx512) continue;
         const int64_t t = 37, n = 203;
         Tensor x = Random(DType::kF32, {t, k});
         Tensor w = Random(dt, {n, k});

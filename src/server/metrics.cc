@@ -19,16 +19,20 @@ std::string Label(const std::string& model) {
   return "model_name=\"" + v + "\"";
 }
 
+// "{labels}", or nothing for the process_* metrics, which (as prometheus_client writes them)
+// carry no labels.
+std::string Braced(const std::string& labels) { return labels.empty() ? "" : "{" + labels + "}"; }
+
 void Gauge(std::string& out, const char* name, const char* help, const std::string& labels,
            double value) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{{{}}} {}\n", name, help, name, name, labels,
-                     value);
+  out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{} {}\n", name, help, name, name,
+                     Braced(labels), value);
 }
 
 void Counter(std::string& out, const char* name, const char* help, const std::string& labels,
              double value) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{}_total{{{}}} {}\n", name, help, name, name,
-                     labels, value);
+  out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{}_total{} {}\n", name, help, name, name,
+                     Braced(labels), value);
 }
 
 void Hist(std::string& out, const char* name, const char* help, const std::string& labels,
@@ -47,7 +51,8 @@ void Hist(std::string& out, const char* name, const char* help, const std::strin
 
 }  // namespace
 
-std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model_name) {
+std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model_name,
+                             const ProcessStats& process) {
   const std::string l = Label(model_name);
   const EngineStats& e = s.engine;
   std::string out;
@@ -92,6 +97,22 @@ std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model
        s.metrics.e2e_request_latency);
   Hist(out, "vllm:request_queue_time_seconds",
        "Histogram of time spent in WAITING phase for request.", l, s.metrics.request_queue_time);
+  // fmt prints doubles in the shortest exact form: byte counts below 2^53 stay integers.
+  Gauge(out, "process_resident_memory_bytes", "Resident memory size in bytes.", "",
+        static_cast<double>(process.resident_bytes));
+  Gauge(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "",
+        static_cast<double>(process.virtual_bytes));
+  Gauge(out, "process_open_fds", "Number of open file descriptors.", "",
+        static_cast<double>(process.open_fds));
+  Gauge(out, "process_max_fds", "Maximum number of open file descriptors.", "",
+        static_cast<double>(process.max_fds));
+  Counter(out, "process_cpu_seconds", "Total user and system CPU time spent in seconds.", "",
+          process.cpu_seconds);
+  if (process.heap_in_use_bytes) {
+    Gauge(out, "xinfer:heap_in_use_bytes",
+          "Bytes in live heap allocations (unlike RSS, without the allocator's free pages).", "",
+          static_cast<double>(*process.heap_in_use_bytes));
+  }
   return out;
 }
 

@@ -132,7 +132,11 @@ TEST(MetricsTest, PrometheusTextHasVllmNames) {
   s.engine.num_running = 3;
   s.metrics.time_to_first_token.Observe(0.05);
   s.metrics.request_success["stop"] = 2;
-  std::string text = FormatPrometheus(s, "m\"x");
+  ProcessStats process;
+  process.resident_bytes = 123456789;
+  process.open_fds = 17;
+  process.cpu_seconds = 1.5;
+  std::string text = FormatPrometheus(s, "m\"x", process);
   EXPECT_NE(text.find("vllm:num_requests_running{model_name=\"m\\\"x\"} 3"), std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:prompt_tokens counter"), std::string::npos);
   EXPECT_NE(
@@ -142,6 +146,15 @@ TEST(MetricsTest, PrometheusTextHasVllmNames) {
       text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"x\",le=\"+Inf\"} 1"),
       std::string::npos);
   EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"m\\\"x\"} 1"),
+            std::string::npos);
+  // The process collector's names, unlabelled, as prometheus_client writes them.
+  EXPECT_NE(text.find("\nprocess_resident_memory_bytes 123456789\n"), std::string::npos);
+  EXPECT_NE(text.find("\nprocess_open_fds 17\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE process_cpu_seconds counter\nprocess_cpu_seconds_total 1.5\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("xinfer:heap_in_use_bytes"), std::string::npos);  // absent when unknown
+  process.heap_in_use_bytes = 4096;
+  EXPECT_NE(FormatPrometheus(s, "m", process).find("\nxinfer:heap_in_use_bytes 4096\n"),
             std::string::npos);
 }
 

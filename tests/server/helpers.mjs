@@ -1,7 +1,7 @@
 // Shared helpers of the server tests: start `xinfer serve` on a free loopback port, stop it,
 // read /metrics. XINFER_BIN is the binary; XINFER_SHARED_DIR holds models/ (tests skip without).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -74,11 +74,6 @@ export async function metrics(baseURL) {
 export function metric(m, name, extra = '') {
   for (const [k, v] of Object.entries(m)) if (k.startsWith(name + '{') && k.includes(extra)) return v;
   return undefined;
-}
-
-export function rssBytes(pid) {
-  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(s.match(/VmRSS:\s+(\d+) kB/)[1]) * 1024;
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -2,6 +2,7 @@
 // files made by an independent float64 implementation (../shared/golden/logits/<model>/).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -98,7 +99,16 @@ TEST(WeightPlacementTest, CopiedWeightsGiveTheMappedOnesLogitsAndReleaseTheFile)
     EXPECT_FALSE(FileIsMapped(weights_file)) << weights_file << " still mapped after loading";
     const std::vector<float> got = testing::LastLogits(**placed, *backend, ids);
     ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << name;
+    // Row tiles change where the bytes lie, not the arithmetic: bitwise the same logits. The
+    // AVX2 dense panels also change the kernel (a per-lane sum over K instead of a vector one)
+    // for the dense layers, so there the logits agree to rounding (tiny Qwen3: 2.7e-6 at most,
+    // logits up to 3.8; the Q8_0 file's quantized layers stay bitwise).
+    if (cpu::avx2::DensePanelsSupport(DType::kBF16, cpu::DetectCpuFeatures())) {
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-3 * (1 + std::fabs(want[i]))) << name << " logit " << i;
+    } else {
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << name;
+    }
   }
 }
 

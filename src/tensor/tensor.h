@@ -57,9 +57,13 @@ using Shape = std::vector<int64_t>;
 //   kDwordTiles (G = 16, U = 4, no head): 16 rows' dwords side by side, one 64-byte vector per
 //     unit, for kernels that keep one output row per 32-bit lane (AWQ codes, scales and zero
 //     points under the AVX2 int8 broadcast-x kernel, cpu_kernels_int8_panels_avx2.cc).
+//     The same layout holds F32 dense weights for the AVX2 dense broadcast-x kernel
+//     (cpu_kernels_dense_panels_avx2.cc): per k, the 16 rows' values side by side.
 //   kQ4_0Tiles (G = 16, B = 18: one GGUF Q4_0 block, H = 2: its F16 scale, U = 4): per block, the
 //     16 rows' scales side by side, then their codes as dword tiles (the same kernel's Q4_0).
-enum class Layout : uint8_t { kRowMajor, kRowTiles, kDwordTiles, kQ4_0Tiles };
+//   kWordTiles (G = 16, U = 2, no head): kDwordTiles for 16-bit values (BF16 and F16 dense
+//     weights under the AVX2 dense broadcast-x kernel).
+enum class Layout : uint8_t { kRowMajor, kRowTiles, kDwordTiles, kQ4_0Tiles, kWordTiles };
 inline constexpr int64_t kTileRows = 6;
 inline constexpr int64_t kTileUnitBytes = 64;
 inline constexpr int64_t kDwordTileRows = 16;

@@ -83,9 +83,10 @@ class CpuBackend : public Backend {
 };
 
 // All weights go into one huge-page region, so only its end can hold a partial huge page, and
-// the pool copies them (page faults and the copy itself spread over the cores). Linear weights
-// the SIMD kernels take are stored in row tiles (tensor.h), the layout they stream fastest;
-// AWQ and Q4_0 weights the AVX2 int8 broadcast-x kernel takes in its tiles (QuantLayoutFor).
+// the pool copies them (page faults and the copy itself spread over the cores). Dense Linear
+// weights go into the layout their kernel reads (FastCpuOps::DenseLayoutFor: 16-row panels on
+// AVX2 CPUs without AVX-512, row tiles for the other SIMD kernels; tensor.h); AWQ and Q4_0
+// weights the AVX2 int8 broadcast-x kernel takes in its tiles (QuantLayoutFor).
 std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weights) {
   auto as_they_are = [&] {
     std::vector<Tensor> same;
@@ -107,7 +108,7 @@ std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weig
         ranges.try_emplace({t.raw(), t.size_bytes()}, Range{total, 0, Layout::kRowMajor});
     if (inserted) total += (t.size_bytes() + 63) / 64 * 64;
     Layout want = Layout::kRowMajor;
-    if (w.linear && ops_.WantsRowTiles(t)) want = Layout::kRowTiles;
+    if (w.linear) want = ops_.DenseLayoutFor(t);
     if (w.quant_of != nullptr) want = ops_.QuantLayoutFor(*w.quant_of);
     if (want != Layout::kRowMajor) {
       XI_CHECK(it->second.layout == Layout::kRowMajor ||

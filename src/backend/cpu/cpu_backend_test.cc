@@ -77,23 +77,32 @@ TEST(CpuBackendTest, MmapWeightsKeepsTheInputs) {
   EXPECT_EQ(placed[2].layout(), Layout::kRowMajor);
 }
 
-// Linear weights the SIMD kernels take are stored in row tiles (tensor.h) with every row
-// intact; a tied alias used by Embedding gets the same tiled bytes; weights the kernels do not
-// tile (rows not whole 64-byte units) stay row-major.
-TEST(CpuBackendTest, LinearWeightsAreRowTiledWhereTheKernelsReadThem) {
+// Linear weights the SIMD kernels take are stored in the layout their kernel reads, with every
+// row intact: 16-row panels on AVX2 CPUs without AVX-512 (kWordTiles for BF16, kDwordTiles for
+// F32, any row length), row tiles for the other SIMD kernels (rows of whole 64-byte units); a
+// tied alias used by Embedding gets the same tiled bytes; other weights stay row-major.
+TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
   auto backend = CreateCpuBackend();
-  Tensor lm = Filled(*backend, DType::kBF16, {203, 96}, 5);  // 34 tiles, the last of 5 rows
+  Tensor lm = Filled(*backend, DType::kBF16, {203, 96}, 5);  // 34 row tiles or 13 panels
   Tensor odd = Filled(*backend, DType::kF32, {9, 7}, 6);     // 28-byte rows
   Tensor f32 = Filled(*backend, DType::kF32, {13, 48}, 7);
   std::vector<Tensor> placed =
       backend->PlaceWeights({{{lm, false}, {lm, true}, {odd, true}, {f32, true}}});
   ASSERT_EQ(placed.size(), 4u);
-  // FastCpuOps::WantsRowTiles: the AVX-512 kernels and Highway's (units of whole vectors).
-  const bool tiles = cpu::DetectCpuFeatures().avx512 || cpu::DetectCpuFeatures().simd;
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  const bool panels = cpu::avx2::DensePanelsSupport(DType::kBF16, f);
+  const bool tiles = f.avx512 || f.simd;
   EXPECT_EQ(placed[0].raw(), placed[1].raw());
-  for (int i : {0, 1, 3})
-    EXPECT_EQ(placed[i].layout(), tiles ? Layout::kRowTiles : Layout::kRowMajor) << i;
-  EXPECT_EQ(placed[2].layout(), Layout::kRowMajor);
+  const Layout lm_layout = panels  ? Layout::kWordTiles
+                           : tiles ? Layout::kRowTiles
+                                   : Layout::kRowMajor;
+  const Layout f32_layout = panels  ? Layout::kDwordTiles
+                            : tiles ? Layout::kRowTiles
+                                    : Layout::kRowMajor;
+  EXPECT_EQ(placed[0].layout(), lm_layout);
+  EXPECT_EQ(placed[1].layout(), lm_layout);
+  EXPECT_EQ(placed[2].layout(), panels ? Layout::kDwordTiles : Layout::kRowMajor);
+  EXPECT_EQ(placed[3].layout(), f32_layout);
   for (auto [got, want] :
        {std::pair{placed[1], lm}, std::pair{placed[2], odd}, std::pair{placed[3], f32}}) {
     std::vector<uint8_t> a(RowBytes(want)), b(RowBytes(want));
@@ -103,13 +112,19 @@ TEST(CpuBackendTest, LinearWeightsAreRowTiledWhereTheKernelsReadThem) {
       ASSERT_EQ(a, b) << "row " << r;
     }
   }
-  if (tiles) {  // the tile layout itself: unit 1 of row 7 (tile 1, row 1 of 6) by hand
-    const auto* base = static_cast<const uint8_t*>(placed[1].raw());
+  const auto* base = static_cast<const uint8_t*>(placed[1].raw());
+  const auto* src = static_cast<const uint8_t*>(lm.raw());
+  if (panels) {  // the panel layout by hand: per k, the 16 rows' values side by side
+    // Element 5 of row 23 (panel 1, its row 7): panel base + (5 x 16 + 7) values.
+    EXPECT_EQ(std::memcmp(base + 16 * 192 + (5 * 16 + 7) * 2, src + 23 * 192 + 5 * 2, 2), 0);
+    // The last panel has 11 rows: element 3 of row 202 (its row 10).
+    EXPECT_EQ(std::memcmp(base + 192 * 192 + (3 * 11 + 10) * 2, src + 202 * 192 + 3 * 2, 2), 0);
+  } else if (tiles) {  // the tile layout: unit 1 of row 7 (tile 1, row 1 of 6) by hand
     const uint8_t* unit = base + 6 * 192 + (1 * 6 + 1) * 64;
-    EXPECT_EQ(std::memcmp(unit, static_cast<const uint8_t*>(lm.raw()) + 7 * 192 + 64, 64), 0);
+    EXPECT_EQ(std::memcmp(unit, src + 7 * 192 + 64, 64), 0);
     // The last tile has 5 rows: unit 2 of row 202 (its row 4).
     const uint8_t* last = base + 198 * 192 + (2 * 5 + 4) * 64;
-    EXPECT_EQ(std::memcmp(last, static_cast<const uint8_t*>(lm.raw()) + 202 * 192 + 128, 64), 0);
+    EXPECT_EQ(std::memcmp(last, src + 202 * 192 + 128, 64), 0);
   }
 }
 

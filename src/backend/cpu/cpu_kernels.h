@@ -267,6 +267,12 @@ bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
 Layout Int8PanelsLayout(QuantType type);
 void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
+// Dense Linear (F32, BF16, F16 weights) on AVX2 CPUs without AVX-512: the broadcast-x kernel
+// (cpu_kernels_dense_panels_avx2.cc) for weights CpuBackend placed in DensePanelsLayout(dtype)
+// (F32: kDwordTiles, 16-bit: kWordTiles; tensor.h); n0 a multiple of 16, n1 one too or task.ldo.
+bool DensePanelsSupport(DType dtype, const CpuFeatures& features);
+Layout DensePanelsLayout(DType dtype);
+void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 }  // namespace avx2
 
 // The same on ARM64 CPUs with DotProd (cpu_kernels_int8_neon.cc, sdot): the AVX2 kernel's formats

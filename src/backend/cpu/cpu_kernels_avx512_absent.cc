@@ -76,6 +76,11 @@ void Int8PrepareX(const float*, int64_t, int64_t, int64_t, int8_t*, int64_t, flo
 void QuantLinearInt8(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
+bool DensePanelsSupport(DType, const CpuFeatures&) { return false; }
+Layout DensePanelsLayout(DType) { return Layout::kRowMajor; }
+void LinearPanels(const LinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
+}
 bool Int8PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
 Layout Int8PanelsLayout(QuantType) { return Layout::kRowMajor; }
 void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {

@@ -39,13 +39,26 @@ const float* FastCpuOps::ToF32(const Tensor& t, std::vector<float>& dst) {
   return dst.data();
 }
 
-bool FastCpuOps::WantsRowTiles(const Tensor& w) const {
-  static const bool enabled = [] {
-    const char* e = std::getenv("XINFER_ROW_TILES");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
-  if (!enabled || w.rank() != 2 || RowBytes(w) % kTileUnitBytes != 0) return false;
-  return DenseKernelFor(w) != DenseKernel::kReference && ReadsRowTiles(w.dtype());
+namespace {
+
+bool EnabledByEnv(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::string_view(e) != "0";
+}
+
+}  // namespace
+
+Layout FastCpuOps::DenseLayoutFor(const Tensor& w) const {
+  static const bool row_tiles = EnabledByEnv("XINFER_ROW_TILES");
+  static const bool panels = EnabledByEnv("XINFER_DENSE_PANELS");
+  if (w.rank() != 2 || w.layout() != Layout::kRowMajor ||
+      DenseKernelFor(w) == DenseKernel::kReference)
+    return Layout::kRowMajor;
+  if (panels && cpu::avx2::DensePanelsSupport(w.dtype(), features_))
+    return cpu::avx2::DensePanelsLayout(w.dtype());
+  if (row_tiles && RowBytes(w) % kTileUnitBytes == 0 && ReadsRowTiles(w.dtype()))
+    return Layout::kRowTiles;
+  return Layout::kRowMajor;
 }
 
 bool FastCpuOps::ReadsRowTiles(DType dtype) const {
@@ -56,10 +69,20 @@ FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {
   const DType wt = w.dtype();
   const bool supported = wt == DType::kF32 || wt == DType::kF16 ||
                          (wt == DType::kBF16 && bf16_path_ != cpu::Bf16Path::kReference);
-  const bool tiled = w.layout() == Layout::kRowTiles;
-  // Row tiles come from WantsRowTiles; the reference reads either layout.
-  if (!(features_.avx512 || features_.simd) || !supported || (tiled && !ReadsRowTiles(wt)))
-    return DenseKernel::kReference;
+  // Tiled layouts come from DenseLayoutFor; the reference reads every layout.
+  if (!(features_.avx512 || features_.simd) || !supported) return DenseKernel::kReference;
+  switch (w.layout()) {
+    case Layout::kRowMajor:
+      break;
+    case Layout::kRowTiles:
+      if (!ReadsRowTiles(wt)) return DenseKernel::kReference;
+      break;
+    default:
+      return w.layout() == cpu::avx2::DensePanelsLayout(wt) &&
+                     cpu::avx2::DensePanelsSupport(wt, features_)
+                 ? DenseKernel::kAvx2Panels
+                 : DenseKernel::kReference;
+  }
   // Without AVX-512, Highway's kernels take every dtype with F32 activations as they are.
   if (!features_.avx512) return DenseKernel::kSimd;
   if (wt != DType::kBF16) return DenseKernel::kF32Acc;
@@ -132,14 +155,17 @@ void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t
       return cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
     case DenseKernel::kF32Acc:
       return cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+    case DenseKernel::kAvx2Panels:
+      return cpu::avx2::LinearPanels(task, 0, t_rows, n0, n1);
     case DenseKernel::kReference:
       break;
   }
   XI_CHECK_MSG(false, "RunDense on the reference path");
 }
 
-// Ranges of weight rows start at multiples of 16, or of whole row tiles for tiled weights; each
-// range runs with every row of x, so an element's arithmetic never depends on the split.
+// Ranges of weight rows start at multiples of 16 (a panel, for panel weights), or of whole row
+// tiles for row-tiled weights; each range runs with every row of x, so an element's arithmetic
+// never depends on the split.
 int64_t FastCpuOps::ColumnUnit(const cpu::LinearTask& task) { return task.tiled ? kTileRows : 16; }
 
 void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {

@@ -26,11 +26,13 @@ class FastCpuOps : public CpuOps {
   // CPU and the format allow it (every GGUF format of Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q8_0 / Q4_K /
   // Q5_K / Q6_K on AVX512-VNNI, AVX2 or ARM64 DotProd CPUs; AWQ g128 on AVX512-VNNI).
   bool UsesInt8Activations(const QuantTensor& w) const;
-  // Whether Linear runs `w` on a kernel that reads weights stored in row tiles (tensor.h) as one
-  // stream (the AVX-512 kernels; Highway's where a unit is whole vectors); CpuBackend::PlaceWeights
-  // then stores it that way.
-  // XINFER_ROW_TILES=0 keeps row-major weights (A/B measurements).
-  bool WantsRowTiles(const Tensor& w) const;
+  // The layout CpuBackend::PlaceWeights stores a dense Linear weight in, for the kernel Linear
+  // will run it on: on AVX2 CPUs without AVX-512, 16-row panels (kDwordTiles for F32, kWordTiles
+  // for BF16/F16) for the broadcast-x kernel; else row tiles (kRowTiles) where the kernel reads
+  // them as one stream (the AVX-512 kernels; Highway's where a unit is whole vectors); else
+  // row-major. XINFER_DENSE_PANELS=0 skips the panels, XINFER_ROW_TILES=0 the row tiles (A/B
+  // measurements).
+  Layout DenseLayoutFor(const Tensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8
   // activations on AVX2 CPUs without AVX512-VNNI, AWQ g128 in kDwordTiles and Q4_0 in kQ4_0Tiles
   // (tensor.h) for the broadcast-x kernel, which QuantLinear then runs them on; else row-major.
@@ -52,7 +54,7 @@ class FastCpuOps : public CpuOps {
 
  private:
   // The kernel family a dense Linear on `w` runs.
-  enum class DenseKernel { kReference, kSimd, kBf16Dot, kBf16Widen, kF32Acc };
+  enum class DenseKernel { kReference, kSimd, kBf16Dot, kBf16Widen, kF32Acc, kAvx2Panels };
   DenseKernel DenseKernelFor(const Tensor& w) const;
   bool ReadsRowTiles(DType dtype) const;
   // Checks a dense Linear's arguments and fills `task` (bias converted to F32 into

@@ -75,13 +75,27 @@ class FastCpuOpsTest : public ::testing::Test {
       }
     }
   }
-  // A copy of the row-major weight `w` in row tiles (tensor.h).
-  Tensor RowTiled(const Tensor& w) {
+  // A copy of the row-major weight `w` in a tiled `layout` (tensor.h).
+  Tensor Tiled(const Tensor& w, Layout layout) {
     Tensor t = backend_->NewTensor(w.dtype(), w.shape());
-    PackRowTiles(Layout::kRowTiles, static_cast<const uint8_t*>(w.raw()),
-                 static_cast<uint8_t*>(t.raw()), w.dim(0), RowBytes(w), 0,
-                 (w.dim(0) + kTileRows - 1) / kTileRows);
-    return Tensor(t.buffer(), 0, w.dtype(), w.shape(), Layout::kRowTiles);
+    const int64_t rows = TileGeometryOf(layout).rows;
+    PackRowTiles(layout, static_cast<const uint8_t*>(w.raw()), static_cast<uint8_t*>(t.raw()),
+                 w.dim(0), RowBytes(w), 0, (w.dim(0) + rows - 1) / rows);
+    return Tensor(t.buffer(), 0, w.dtype(), w.shape(), layout);
+  }
+  Tensor RowTiled(const Tensor& w) { return Tiled(w, Layout::kRowTiles); }
+  // The layouts of `w` whose kernels the dense tests must cover: row-major, and on AVX2 CPUs
+  // without AVX-512 the 16-row panels the engine stores weights in there (their broadcast-x
+  // kernel sums in another order than the row-major one). Row tiles need no entry: they are
+  // bitwise row-major (RowTiledWeightsGiveBitwiseTheRowMajorResults).
+  std::vector<Tensor> KernelLayouts(const Tensor& w) {
+    std::vector<Tensor> out = {w};
+    if (cpu::avx2::DensePanelsSupport(w.dtype(), cpu::DetectCpuFeatures()))
+      out.push_back(Tiled(w, cpu::avx2::DensePanelsLayout(w.dtype())));
+    return out;
+  }
+  static std::string LayoutLabel(const Tensor& w) {
+    return w.layout() == Layout::kRowMajor ? " row-major" : " panels";
   }
   void ExpectLinearManyMatchesSeparate(Ops& ops, const Tensor& x, const std::vector<Weight>& w,
                                        const std::vector<Tensor>& b, const std::string& label) {
@@ -130,24 +144,26 @@ TEST_F(FastCpuOpsTest, LinearMatchesDoubleReferenceAllDtypesOddShapes) {
         for (auto [t, n] : {std::pair{1, 1}, std::pair{1, 13}, std::pair{3, 7}, std::pair{4, 6},
                             std::pair{5, 37}, std::pair{9, 64}, std::pair{17, 131}}) {
           Tensor x = Random(DType::kF32, {t, k});
-          Tensor w = Random(dt, {n, k});
+          Tensor row_major = Random(dt, {n, k});
           Tensor b = Random(DType::kBF16, {n});
-          Tensor y = backend_->NewTensor(DType::kF32, {t, n});
-          ops.Linear(x, w, &b, y);
-          for (int i = 0; i < t; ++i)
-            for (int j = 0; j < n; ++j) {
-              double ref = At(b, j), mag = std::fabs(ref);
-              for (int c = 0; c < k; ++c) {
-                double xv = At(x, i * k + c);
-                if (dt == DType::kBF16 && bf16_dot)
-                  xv = Bf16ToF32(F32ToBf16(static_cast<float>(xv)));
-                ref += xv * At(w, j * k + c);
-                mag += std::fabs(xv * At(w, j * k + c));
+          for (const Tensor& w : KernelLayouts(row_major)) {
+            Tensor y = backend_->NewTensor(DType::kF32, {t, n});
+            ops.Linear(x, w, &b, y);
+            for (int i = 0; i < t; ++i)
+              for (int j = 0; j < n; ++j) {
+                double ref = At(b, j), mag = std::fabs(ref);
+                for (int c = 0; c < k; ++c) {
+                  double xv = At(x, i * k + c);
+                  if (dt == DType::kBF16 && bf16_dot)
+                    xv = Bf16ToF32(F32ToBf16(static_cast<float>(xv)));
+                  ref += xv * At(row_major, j * k + c);
+                  mag += std::fabs(xv * At(row_major, j * k + c));
+                }
+                ASSERT_NEAR(y.data<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
+                    << DTypeName(dt) << LayoutLabel(w) << " T=" << t << " K=" << k << " N=" << n
+                    << " at " << i << "," << j << " bf16_activations " << bf16_activations;
               }
-              ASSERT_NEAR(y.data<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
-                  << DTypeName(dt) << " T=" << t << " K=" << k << " N=" << n << " at " << i << ","
-                  << j << " bf16_activations " << bf16_activations;
-            }
+          }
         }
       }
     }
@@ -167,15 +183,16 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
         if (k == 4864 && !avx512) continue;
         const int64_t t = 37, n = 203;
         Tensor x = Random(DType::kF32, {t, k});
-        Tensor w = Random(dt, {n, k});
         Tensor b = Random(DType::kF32, {n});
-        Tensor full = backend_->NewTensor(DType::kF32, {t, n});
-        ops.Linear(x, w, &b, full);
-        ExpectChunksBitwise(
-            x, full, bf16_activations, {1, 2, 3, 4, 5, 16, 37},
-            std::string(DTypeName(dt)) + " K=" + std::to_string(k),
-            [&](FastCpuOps& o, Tensor& xs, Tensor& ys) { o.Linear(xs, w, &b, ys); });
-        if (HasFatalFailure()) return;
+        for (const Tensor& w : KernelLayouts(Random(dt, {n, k}))) {
+          Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+          ops.Linear(x, w, &b, full);
+          ExpectChunksBitwise(
+              x, full, bf16_activations, {1, 2, 3, 4, 5, 16, 37},
+              std::string(DTypeName(dt)) + LayoutLabel(w) + " K=" + std::to_string(k),
+              [&](FastCpuOps& o, Tensor& xs, Tensor& ys) { o.Linear(xs, w, &b, ys); });
+          if (HasFatalFailure()) return;
+        }
       }
     }
   }
@@ -201,7 +218,12 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
         // A kernel reads the tiles (FastCpuOps would otherwise fall back to the reference):
         // every AVX-512 and fixed-width Highway target; SVE only up to 512-bit vectors.
         const bool reads = f.avx512 || cpu::simd::RowTilesFit(DTypeSize(dt));
-        ASSERT_EQ(FastCpuOps(bf16_activations, 1).WantsRowTiles(w), reads) << DTypeName(dt);
+        // What the backend stores: panels on AVX2 CPUs without AVX-512 (the Highway kernel still
+        // reads row tiles there: XINFER_DENSE_PANELS=0), row tiles elsewhere.
+        const Layout want = cpu::avx2::DensePanelsSupport(dt, f) ? cpu::avx2::DensePanelsLayout(dt)
+                            : reads                              ? Layout::kRowTiles
+                                                                 : Layout::kRowMajor;
+        ASSERT_EQ(FastCpuOps(bf16_activations, 1).DenseLayoutFor(w), want) << DTypeName(dt);
         if (!reads) continue;
         Tensor b = Random(DType::kF32, {n});
         for (int64_t t : {1, 5, 16, 26}) {
@@ -238,12 +260,52 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
   EXPECT_TRUE(BitwiseEqual(eg.data<float>(), ew.data<float>(), 6 * 64));
 }
 
+// The AVX2 dense panels (cpu_kernels_dense_panels_avx2.cc) compute each element as documented:
+// acc = fma(x[k], w[k], acc) over k from 0, then acc + bias, bitwise, for every path of the kernel
+// (one row of x against three panels at once or one, 1..6-row tiles, several tiles of x, the
+// partial last panel of 11 rows, a panel block past L2 at K = 4864), every dtype, with and
+// without a bias, 1 and 3 threads. A change of the lane order (BF16's even/odd rows), of the
+// summation order or of the bias step fails it.
+TEST_F(FastCpuOpsTest, DensePanelsAreBitwiseTheDocumentedFmaSequence) {
+  const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
+  if (!cpu::avx2::DensePanelsSupport(DType::kF32, f))
+    GTEST_SKIP() << "the dense panels are for AVX2 CPUs without AVX-512 (XINFER_ISA=avx2 here)";
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (auto [n, k] : {std::pair{203, 5}, std::pair{112, 33}, std::pair{48, 4864}}) {
+      Tensor w = Random(dt, {n, k});
+      Tensor panels = Tiled(w, cpu::avx2::DensePanelsLayout(dt));
+      Tensor b = Random(DType::kF32, {n});
+      for (int64_t t : {1, 2, 6, 7, 13}) {
+        Tensor x = Random(DType::kF32, {t, k});
+        std::vector<float> want(t * n);
+        for (bool with_bias : {true, false}) {
+          for (int64_t i = 0; i < t; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              float acc = 0.f;
+              for (int64_t c = 0; c < k; ++c)
+                acc =
+                    std::fma(x.data<float>()[i * k + c], static_cast<float>(At(w, j * k + c)), acc);
+              want[i * n + j] = with_bias ? acc + b.data<float>()[j] : acc;
+            }
+          for (int threads : {1, 3}) {
+            FastCpuOps ops(false, threads);
+            Tensor y = backend_->NewTensor(DType::kF32, {t, n});
+            ops.Linear(x, panels, with_bias ? &b : nullptr, y);
+            ASSERT_TRUE(BitwiseEqual(y.data<float>(), want.data(), t * n))
+                << DTypeName(dt) << " N=" << n << " K=" << k << " T=" << t << " bias " << with_bias
+                << " threads " << threads;
+          }
+        }
+      }
+    }
+  }
+}
+
 // LinearMany (q/k/v and gate/up as one job) gives bitwise what separate Linear calls give: every
 // kernel path, both layouts, ranges that straddle two parts, per-part biases (BF16: converted
 // into separate scratch), several thread counts; a quantized part makes it fall back to
 // separate calls, as does the reference.
 TEST_F(FastCpuOpsTest, LinearManyIsBitwiseSeparateLinears) {
-  const bool avx512 = cpu::DetectCpuFeatures().avx512;  // row tiles are for its kernels
   const int64_t k = 128;
   for (bool bf16_activations : {false, true}) {
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
@@ -252,7 +314,9 @@ TEST_F(FastCpuOpsTest, LinearManyIsBitwiseSeparateLinears) {
         std::vector<Tensor> b;
         for (int64_t n : {203, 37, 37}) {
           Tensor d = Random(dt, {n, k});
-          w.emplace_back(tiles && avx512 ? RowTiled(d) : d);
+          // tiles: the layout the backend stores for this CPU's kernels (row tiles or panels).
+          const Layout layout = FastCpuOps(bf16_activations).DenseLayoutFor(d);
+          w.emplace_back(tiles && layout != Layout::kRowMajor ? Tiled(d, layout) : d);
           b.push_back(Random(DType::kBF16, {n}));
         }
         for (int64_t t : {1, 5, 37}) {

@@ -40,10 +40,11 @@ namespace {
 constexpr int64_t kRows = kDwordTileRows;  // weight rows per panel: two registers of 8 lanes
 constexpr int kMr = 6;                     // rows of x per tile: 12 accumulators + 2 w + 1 x
 
-// The 16 weights of one k of a panel as two vectors of 8 lanes (Lo, Hi), and how the lanes map
-// back to rows (Store). F32 and F16: rows 0..7 and 8..15. BF16: one 32-byte load holds the 16
-// values as dwords of (even row, odd row); shifting a dword left by 16 gives the even row's value
-// as F32, masking its low half the odd row's, so Lo holds rows 0, 2, .., 14 and Hi 1, 3, .., 15.
+// The 16 weights of one k of a panel as two vectors of 8 lanes (Load), and the accumulators put
+// back in row order, rows 0..7 and 8..15 (InRowOrder, once per tile). F32 and F16 load in row
+// order. BF16: one 32-byte load holds the 16 values as dwords of (even row, odd row); shifting a
+// dword left by 16 gives the even row's value as F32, masking its low half the odd row's, so the
+// first vector holds rows 0, 2, .., 14 and the second 1, 3, .., 15.
 struct F32Panel {
   using T = float;
   static void Load(const float* p, __m256& lo, __m256& hi) {
@@ -53,10 +54,7 @@ struct F32Panel {
     // it (a load per FMA, which then bounds the tile).
     __asm__("" : "+x"(lo), "+x"(hi));
   }
-  static void Rows(__m256 lo, __m256 hi, float* rows) {
-    _mm256_storeu_ps(rows, lo);
-    _mm256_storeu_ps(rows + 8, hi);
-  }
+  static void InRowOrder(__m256&, __m256&) {}
   static float Value(const float* p) { return *p; }
 };
 
@@ -66,7 +64,7 @@ struct F16Panel {
     lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
   }
-  static void Rows(__m256 lo, __m256 hi, float* rows) { F32Panel::Rows(lo, hi, rows); }
+  static void InRowOrder(__m256&, __m256&) {}
   static float Value(const uint16_t* p) { return F16ToF32(*p); }
 };
 
@@ -77,27 +75,25 @@ struct Bf16Panel {
     lo = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
     hi = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
   }
-  static void Rows(__m256 even, __m256 odd, float* rows) {
+  static void InRowOrder(__m256& even, __m256& odd) {
     // [e0 o0 e1 o1 | e4 o4 e5 o5] and [e2 o2 e3 o3 | e6 o6 e7 o7] -> rows 0..7 and 8..15.
     const __m256 a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);
-    _mm256_storeu_ps(rows, _mm256_permute2f128_ps(a, b, 0x20));
-    _mm256_storeu_ps(rows + 8, _mm256_permute2f128_ps(a, b, 0x31));
+    even = _mm256_permute2f128_ps(a, b, 0x20);
+    odd = _mm256_permute2f128_ps(a, b, 0x31);
   }
   static float Value(const uint16_t* p) { return Bf16ToF32(*p); }
 };
 
-// out[i * ldo + j] = acc_ij + bias[j] for the MR rows of x and the panel's 16 rows.
+// out[j] = acc_j (+ bias[j]) for the 16 rows of a panel, from its two accumulators.
 template <class P>
 inline void StoreRow(__m256 lo, __m256 hi, const float* bias, float* out) {
-  alignas(32) float rows[kRows];
-  P::Rows(lo, hi, rows);
-  __m256 a = _mm256_load_ps(rows), b = _mm256_load_ps(rows + 8);
+  P::InRowOrder(lo, hi);
   if (bias != nullptr) {
-    a = _mm256_add_ps(a, _mm256_loadu_ps(bias));
-    b = _mm256_add_ps(b, _mm256_loadu_ps(bias + 8));
+    lo = _mm256_add_ps(lo, _mm256_loadu_ps(bias));
+    hi = _mm256_add_ps(hi, _mm256_loadu_ps(bias + 8));
   }
-  _mm256_storeu_ps(out, a);
-  _mm256_storeu_ps(out + 8, b);
+  _mm256_storeu_ps(out, lo);
+  _mm256_storeu_ps(out + 8, hi);
 }
 
 // MR rows of x (ldx apart) times NP consecutive full panels (16 rows, K values each): MR x 2 NP

@@ -11,6 +11,7 @@
 namespace xinfer {
 
 using fast_cpu_ops_internal::CeilDiv;
+using fast_cpu_ops_internal::EnvSwitchOn;
 using fast_cpu_ops_internal::kMinParallelMacs;
 using fast_cpu_ops_internal::MinUnits;
 using fast_cpu_ops_internal::RoundUp;
@@ -39,18 +40,9 @@ const float* FastCpuOps::ToF32(const Tensor& t, std::vector<float>& dst) {
   return dst.data();
 }
 
-namespace {
-
-bool EnabledByEnv(const char* name) {
-  const char* e = std::getenv(name);
-  return e == nullptr || std::string_view(e) != "0";
-}
-
-}  // namespace
-
 Layout FastCpuOps::DenseLayoutFor(const Tensor& w) const {
-  static const bool row_tiles = EnabledByEnv("XINFER_ROW_TILES");
-  static const bool panels = EnabledByEnv("XINFER_DENSE_PANELS");
+  static const bool row_tiles = EnvSwitchOn("XINFER_ROW_TILES");
+  static const bool panels = EnvSwitchOn("XINFER_DENSE_PANELS");
   if (w.rank() != 2 || w.layout() != Layout::kRowMajor ||
       DenseKernelFor(w) == DenseKernel::kReference)
     return Layout::kRowMajor;

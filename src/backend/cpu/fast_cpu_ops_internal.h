@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/fast_cpu_ops.h"
@@ -27,6 +29,13 @@ template <class T>
 T* GrowTo(std::vector<T>& v, int64_t n) {
   if (v.size() < static_cast<size_t>(n)) v.resize(n);
   return v.data();
+}
+
+// An A/B switch read from the environment: on unless `name` is set to "0" (XINFER_ROW_TILES,
+// XINFER_DENSE_PANELS, XINFER_INT8_PANELS). Callers keep the answer in a static: read once.
+inline bool EnvSwitchOn(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::string_view(e) != "0";
 }
 
 // Fewest units of `unit_cost` multiply-adds (or elements) worth a range of their own.

@@ -4,8 +4,6 @@
 // parts as one job. See fast_cpu_ops.h for ownership and threading.
 #include <algorithm>
 #include <array>
-#include <cstdlib>
-#include <string_view>
 
 #include "backend/cpu/fast_cpu_ops.h"
 #include "backend/cpu/fast_cpu_ops_internal.h"
@@ -36,10 +34,7 @@ bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
 }
 
 Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
-  static const bool enabled = [] {
-    const char* e = std::getenv("XINFER_INT8_PANELS");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
+  static const bool enabled = fast_cpu_ops_internal::EnvSwitchOn("XINFER_INT8_PANELS");
   // AVX512-VNNI CPUs keep row-major weights on their own int8 kernel.
   if (!enabled || !int8_activations_ || w.data.layout() != Layout::kRowMajor ||
       !cpu::avx2::Int8PanelsSupports(w, features_) ||

@@ -92,6 +92,8 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
   }
   b->Args({1, 151936, 896, 1, 2, 1});
   b->Args({16, 151936, 896, 1, 2, 1});
+  b->Args({64, 151936, 896, 1, 2, 1});  // 64 rows, weights from DRAM
+  b->Args({64, 151936, 896, 1, 0, 1});
   b->Args({1, 4864, 896, 2, 0, 1});
   b->Args({1, 151936, 896, 2, 0, 1});  // F16 lm_head (AWQ checkpoints keep it in F16)
   b->Args({1, 151936, 896, 1, 0, 0});  // row-major weights (before session 7), for comparison

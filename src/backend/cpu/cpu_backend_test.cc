@@ -78,7 +78,7 @@ TEST(CpuBackendTest, MmapWeightsKeepsTheInputs) {
 }
 
 // Linear weights the SIMD kernels take are stored in the layout their kernel reads, with every
-// row intact: 16-row panels on AVX2 CPUs without AVX-512 (kWordTiles for BF16, kDwordTiles for
+// row intact: 16-row panels on AVX2 and AVX-512 CPUs (kWordTiles for BF16, kDwordTiles for
 // F32, any row length), row tiles for the other SIMD kernels (rows of whole 64-byte units); a
 // tied alias used by Embedding gets the same tiled bytes; other weights stay row-major.
 TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
@@ -90,7 +90,7 @@ TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
       backend->PlaceWeights({{{lm, false}, {lm, true}, {odd, true}, {f32, true}}});
   ASSERT_EQ(placed.size(), 4u);
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
-  const bool panels = cpu::avx2::DensePanelsSupport(DType::kBF16, f);
+  const bool panels = cpu::DensePanelsSupport(DType::kBF16, f);
   const bool tiles = f.avx512 || f.simd;
   EXPECT_EQ(placed[0].raw(), placed[1].raw());
   const Layout lm_layout = panels  ? Layout::kWordTiles

@@ -242,6 +242,9 @@ bool AttentionGroupSupports(int64_t d);
 void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);
+// Dense Linear on 16-row panels, F32 activations (cpu_kernels_dense_panels_avx512.cc): the AVX2
+// panel kernel's contract and bits (avx2::LinearPanels below).
+void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 }  // namespace avx512
 
 // Int8 activations on AVX2 CPUs without AVX512-VNNI (cpu_kernels_int8_avx2.cc, vpmaddubsw):
@@ -267,13 +270,20 @@ bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
 Layout Int8PanelsLayout(QuantType type);
 void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
-// Dense Linear (F32, BF16, F16 weights) on AVX2 CPUs without AVX-512: the broadcast-x kernel
-// (cpu_kernels_dense_panels_avx2.cc) for weights CpuBackend placed in DensePanelsLayout(dtype)
-// (F32: kDwordTiles, 16-bit: kWordTiles; tensor.h); n0 a multiple of 16, n1 one too or task.ldo.
-bool DensePanelsSupport(DType dtype, const CpuFeatures& features);
-Layout DensePanelsLayout(DType dtype);
+// Dense Linear (F32, BF16, F16 weights, F32 activations) on AVX2 CPUs without AVX-512: the
+// broadcast-x kernel (cpu_kernels_dense_panels_avx2.cc) for weights placed in DensePanelsLayout;
+// avx512::LinearPanels is the same on AVX-512 CPUs, with the same bits. n0 a multiple of 16, n1
+// one too or task.ldo.
 void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 }  // namespace avx2
+
+// Dense weights the broadcast-x panel kernels (avx2:: and avx512::LinearPanels) take on this CPU,
+// and the layout CpuBackend places them in (tensor.h: kDwordTiles for F32, kWordTiles for BF16 /
+// F16: 16-row panels). LinearPartialPanel computes output columns [p, task.ldo) — the last,
+// partial panel (fewer than 16 rows) — with the kernels' per-element FMA sequence.
+bool DensePanelsSupport(DType dtype, const CpuFeatures& features);
+Layout DensePanelsLayout(DType dtype);
+void LinearPartialPanel(const LinearTask& task, int64_t t0, int64_t t1, int64_t p);
 
 // The same on ARM64 CPUs with DotProd (cpu_kernels_int8_neon.cc, sdot): the AVX2 kernel's formats
 // and x layout.

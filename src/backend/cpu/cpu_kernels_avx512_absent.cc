@@ -65,6 +65,8 @@ float FmaLoop(int64_t) { NotOnThisCpu(); }
 float Bf16DotLoop(int64_t) { NotOnThisCpu(); }
 int32_t Int8DotLoop(int64_t) { NotOnThisCpu(); }
 
+void LinearPanels(const LinearTask&, int64_t, int64_t, int64_t, int64_t) { NotOnThisCpu(); }
+
 }  // namespace xinfer::cpu::avx512
 
 namespace xinfer::cpu::avx2 {
@@ -76,8 +78,6 @@ void Int8PrepareX(const float*, int64_t, int64_t, int64_t, int8_t*, int64_t, flo
 void QuantLinearInt8(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
-bool DensePanelsSupport(DType, const CpuFeatures&) { return false; }
-Layout DensePanelsLayout(DType) { return Layout::kRowMajor; }
 void LinearPanels(const LinearTask&, int64_t, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
@@ -87,4 +87,12 @@ void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, in
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
 }  // namespace xinfer::cpu::avx2
+
+namespace xinfer::cpu {
+bool DensePanelsSupport(DType, const CpuFeatures&) { return false; }
+Layout DensePanelsLayout(DType) { return Layout::kRowMajor; }
+void LinearPartialPanel(const LinearTask&, int64_t, int64_t, int64_t) {
+  XI_CHECK_MSG(false, "no panel kernels on this CPU");
+}
+}  // namespace xinfer::cpu
 #endif  // !defined(__x86_64__)

@@ -55,7 +55,6 @@ struct F32Panel {
     __asm__("" : "+x"(lo), "+x"(hi));
   }
   static void InRowOrder(__m256&, __m256&) {}
-  static float Value(const float* p) { return *p; }
 };
 
 struct F16Panel {
@@ -65,7 +64,6 @@ struct F16Panel {
     hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
   }
   static void InRowOrder(__m256&, __m256&) {}
-  static float Value(const uint16_t* p) { return F16ToF32(*p); }
 };
 
 struct Bf16Panel {
@@ -81,7 +79,6 @@ struct Bf16Panel {
     even = _mm256_permute2f128_ps(a, b, 0x20);
     odd = _mm256_permute2f128_ps(a, b, 0x31);
   }
-  static float Value(const uint16_t* p) { return Bf16ToF32(*p); }
 };
 
 // out[j] = acc_j (+ bias[j]) for the 16 rows of a panel, from its two accumulators.
@@ -146,21 +143,6 @@ __attribute__((noinline)) void PanelTile(const float* x, int64_t ldx, const type
                   out + i * ldo + p * kRows);
 }
 
-// The last panel of a matrix whose row count is not a multiple of 16 (nr rows, nr values per k):
-// the same per-element sequence, one element at a time.
-template <class P>
-void PartialPanel(const float* x, int64_t ldx, int64_t rows_of_x, const typename P::T* panel,
-                  int64_t nr, int64_t k, const float* bias, float* out, int64_t ldo) {
-  for (int64_t i = 0; i < rows_of_x; ++i) {
-    for (int64_t j = 0; j < nr; ++j) {
-      float acc = 0.f;
-      for (int64_t kk = 0; kk < k; ++kk)
-        acc = std::fma(x[i * ldx + kk], P::Value(panel + kk * nr + j), acc);
-      out[i * ldo + j] = bias != nullptr ? acc + bias[j] : acc;
-    }
-  }
-}
-
 template <class P>
 using PanelTileFn = void (*)(const float*, int64_t, const typename P::T*, int64_t, const float*,
                              float*, int64_t);
@@ -199,23 +181,10 @@ void LinearPanelsTyped(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, 
       }
     }
   }
-  if (n1 > full_end) {
-    const int64_t p = std::max(n0, full_end);
-    PartialPanel<P>(t.x + t0 * t.ldx, t.ldx, t1 - t0, w + p * k, n - p, k,
-                    t.bias != nullptr ? t.bias + p : nullptr, t.out + t0 * t.ldo + p, t.ldo);
-  }
+  if (n1 > full_end) LinearPartialPanel(t, t0, t1, std::max(n0, full_end));
 }
 
 }  // namespace
-
-bool DensePanelsSupport(DType dtype, const CpuFeatures& features) {
-  return features.avx2 && !features.avx512 &&
-         (dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16);
-}
-
-Layout DensePanelsLayout(DType dtype) {
-  return DTypeSize(dtype) == 4 ? Layout::kDwordTiles : Layout::kWordTiles;
-}
 
 void LinearPanels(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
   XI_CHECK_MSG(n0 % kRows == 0 && (n1 % kRows == 0 || n1 == t.ldo),
@@ -235,5 +204,44 @@ void LinearPanels(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64
 }  // namespace xinfer::cpu::avx2
 
 #pragma GCC pop_options
+
+// ISA-neutral: which weights the panel kernels take, and their last partial panel.
+namespace xinfer::cpu {
+
+bool DensePanelsSupport(DType dtype, const CpuFeatures& features) {
+  return (features.avx2 || features.avx512) &&
+         (dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16);
+}
+
+Layout DensePanelsLayout(DType dtype) {
+  return DTypeSize(dtype) == 4 ? Layout::kDwordTiles : Layout::kWordTiles;
+}
+
+// The last panel of a matrix whose row count is not a multiple of 16 (nr rows, nr values per k):
+// the kernels' per-element sequence, one element at a time (runs once per matrix).
+void LinearPartialPanel(const LinearTask& t, int64_t t0, int64_t t1, int64_t p) {
+  const int64_t k = t.k, nr = t.ldo - p;
+  const auto value = [&](int64_t i) -> float {
+    switch (t.wdtype) {
+      case DType::kF32:
+        return static_cast<const float*>(t.w)[i];
+      case DType::kBF16:
+        return Bf16ToF32(static_cast<const uint16_t*>(t.w)[i]);
+      default:
+        return F16ToF32(static_cast<const uint16_t*>(t.w)[i]);
+    }
+  };
+  const int64_t base = p * k;  // the partial panel starts after the full ones
+  for (int64_t i = t0; i < t1; ++i) {
+    for (int64_t j = 0; j < nr; ++j) {
+      float acc = 0.f;
+      for (int64_t kk = 0; kk < k; ++kk)
+        acc = std::fma(t.x[i * t.ldx + kk], value(base + kk * nr + j), acc);
+      t.out[i * t.ldo + p + j] = t.bias != nullptr ? acc + t.bias[p + j] : acc;
+    }
+  }
+}
+
+}  // namespace xinfer::cpu
 
 #endif  // defined(__x86_64__)

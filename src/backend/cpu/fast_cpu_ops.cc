@@ -46,11 +46,16 @@ Layout FastCpuOps::DenseLayoutFor(const Tensor& w) const {
   if (w.rank() != 2 || w.layout() != Layout::kRowMajor ||
       DenseKernelFor(w) == DenseKernel::kReference)
     return Layout::kRowMajor;
-  if (panels && cpu::avx2::DensePanelsSupport(w.dtype(), features_))
-    return cpu::avx2::DensePanelsLayout(w.dtype());
+  if (panels && ReadsPanels(w.dtype())) return cpu::DensePanelsLayout(w.dtype());
   if (row_tiles && RowBytes(w) % kTileUnitBytes == 0 && ReadsRowTiles(w.dtype()))
     return Layout::kRowTiles;
   return Layout::kRowMajor;
+}
+
+bool FastCpuOps::ReadsPanels(DType dtype) const {
+  // BF16 weights with BF16 activations (`--dtype bfloat16`) keep vdpbf16ps on row tiles.
+  return cpu::DensePanelsSupport(dtype, features_) &&
+         !(dtype == DType::kBF16 && bf16_path_ == cpu::Bf16Path::kBf16Dot);
 }
 
 bool FastCpuOps::ReadsRowTiles(DType dtype) const {
@@ -70,10 +75,8 @@ FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {
       if (!ReadsRowTiles(wt)) return DenseKernel::kReference;
       break;
     default:
-      return w.layout() == cpu::avx2::DensePanelsLayout(wt) &&
-                     cpu::avx2::DensePanelsSupport(wt, features_)
-                 ? DenseKernel::kAvx2Panels
-                 : DenseKernel::kReference;
+      return w.layout() == cpu::DensePanelsLayout(wt) && ReadsPanels(wt) ? DenseKernel::kPanels
+                                                                          : DenseKernel::kReference;
   }
   // Without AVX-512, Highway's kernels take every dtype with F32 activations as they are.
   if (!features_.avx512) return DenseKernel::kSimd;
@@ -147,8 +150,9 @@ void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t
       return cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
     case DenseKernel::kF32Acc:
       return cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
-    case DenseKernel::kAvx2Panels:
-      return cpu::avx2::LinearPanels(task, 0, t_rows, n0, n1);
+    case DenseKernel::kPanels:
+      return features_.avx512 ? cpu::avx512::LinearPanels(task, 0, t_rows, n0, n1)
+                              : cpu::avx2::LinearPanels(task, 0, t_rows, n0, n1);
     case DenseKernel::kReference:
       break;
   }

@@ -84,14 +84,15 @@ class FastCpuOpsTest : public ::testing::Test {
     return Tensor(t.buffer(), 0, w.dtype(), w.shape(), layout);
   }
   Tensor RowTiled(const Tensor& w) { return Tiled(w, Layout::kRowTiles); }
-  // The layouts of `w` whose kernels the dense tests must cover: row-major, and on AVX2 CPUs
-  // without AVX-512 the 16-row panels the engine stores weights in there (their broadcast-x
-  // kernel sums in another order than the row-major one). Row tiles need no entry: they are
+  // The layouts of `w` whose kernels the dense tests must cover: row-major, and on AVX2 and
+  // AVX-512 CPUs the 16-row panels the engine stores weights in there (their broadcast-x kernel
+  // sums in another order than the row-major one) where `ops` runs them: not for BF16 weights
+  // with BF16 activations (vdpbf16ps on row tiles). Row tiles need no entry: they are
   // bitwise row-major (RowTiledWeightsGiveBitwiseTheRowMajorResults).
-  std::vector<Tensor> KernelLayouts(const Tensor& w) {
+  std::vector<Tensor> KernelLayouts(const FastCpuOps& ops, const Tensor& w) {
     std::vector<Tensor> out = {w};
-    if (cpu::avx2::DensePanelsSupport(w.dtype(), cpu::DetectCpuFeatures()))
-      out.push_back(Tiled(w, cpu::avx2::DensePanelsLayout(w.dtype())));
+    const Layout layout = ops.DenseLayoutFor(w);
+    if (layout == cpu::DensePanelsLayout(w.dtype())) out.push_back(Tiled(w, layout));
     return out;
   }
   static std::string LayoutLabel(const Tensor& w) {
@@ -146,7 +147,7 @@ TEST_F(FastCpuOpsTest, LinearMatchesDoubleReferenceAllDtypesOddShapes) {
           Tensor x = Random(DType::kF32, {t, k});
           Tensor row_major = Random(dt, {n, k});
           Tensor b = Random(DType::kBF16, {n});
-          for (const Tensor& w : KernelLayouts(row_major)) {
+          for (const Tensor& w : KernelLayouts(ops, row_major)) {
             Tensor y = backend_->NewTensor(DType::kF32, {t, n});
             ops.Linear(x, w, &b, y);
             for (int i = 0; i < t; ++i)
@@ -184,7 +185,7 @@ TEST_F(FastCpuOpsTest, LinearRowsAreBitwiseBatchInvariant) {
         const int64_t t = 37, n = 203;
         Tensor x = Random(DType::kF32, {t, k});
         Tensor b = Random(DType::kF32, {n});
-        for (const Tensor& w : KernelLayouts(Random(dt, {n, k}))) {
+        for (const Tensor& w : KernelLayouts(ops, Random(dt, {n, k}))) {
           Tensor full = backend_->NewTensor(DType::kF32, {t, n});
           ops.Linear(x, w, &b, full);
           ExpectChunksBitwise(
@@ -218,11 +219,14 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
         // A kernel reads the tiles (FastCpuOps would otherwise fall back to the reference):
         // every AVX-512 and fixed-width Highway target; SVE only up to 512-bit vectors.
         const bool reads = f.avx512 || cpu::simd::RowTilesFit(DTypeSize(dt));
-        // What the backend stores: panels on AVX2 CPUs without AVX-512 (the Highway kernel still
-        // reads row tiles there: XINFER_DENSE_PANELS=0), row tiles elsewhere.
-        const Layout want = cpu::avx2::DensePanelsSupport(dt, f) ? cpu::avx2::DensePanelsLayout(dt)
-                            : reads                              ? Layout::kRowTiles
-                                                                 : Layout::kRowMajor;
+        // What the backend stores: panels on AVX2 and AVX-512 CPUs (the other kernels still read
+        // row tiles there: XINFER_DENSE_PANELS=0) but for BF16 weights with BF16 activations
+        // (vdpbf16ps), row tiles elsewhere.
+        const bool bf16_dot = dt == DType::kBF16 && cpu::SelectBf16Path(f, bf16_activations) ==
+                                                        cpu::Bf16Path::kBf16Dot;
+        const Layout want = cpu::DensePanelsSupport(dt, f) && !bf16_dot ? cpu::DensePanelsLayout(dt)
+                            : reads                                     ? Layout::kRowTiles
+                                                                        : Layout::kRowMajor;
         ASSERT_EQ(FastCpuOps(bf16_activations, 1).DenseLayoutFor(w), want) << DTypeName(dt);
         if (!reads) continue;
         Tensor b = Random(DType::kF32, {n});
@@ -260,22 +264,23 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
   EXPECT_TRUE(BitwiseEqual(eg.data<float>(), ew.data<float>(), 6 * 64));
 }
 
-// The AVX2 dense panels (cpu_kernels_dense_panels_avx2.cc) compute each element as documented:
+// The dense panels (cpu_kernels_dense_panels_avx2.cc, _avx512.cc: whichever this CPU runs;
+// CTest's XINFER_ISA=avx2 run takes the AVX2 one) compute each element as documented:
 // acc = fma(x[k], w[k], acc) over k from 0, then acc + bias, bitwise, for every path of the kernel
-// (one row of x against three panels at once or one, 1..6-row tiles, several tiles of x, the
-// partial last panel of 11 rows, a panel block past L2 at K = 4864), every dtype, with and
-// without a bias, 1 and 3 threads. A change of the lane order (BF16's even/odd rows), of the
-// summation order or of the bias step fails it.
+// (rows of x against 1..6 panels at once, 1..8-row tiles, several tiles of x, the partial last
+// panel of 11 rows, a panel block past L2 at K = 4864), every dtype, with and without a bias, 1
+// and 3 threads. A change of the lane order (BF16's even/odd rows), of the summation order or of
+// the bias step fails it.
 TEST_F(FastCpuOpsTest, DensePanelsAreBitwiseTheDocumentedFmaSequence) {
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
-  if (!cpu::avx2::DensePanelsSupport(DType::kF32, f))
-    GTEST_SKIP() << "the dense panels are for AVX2 CPUs without AVX-512 (XINFER_ISA=avx2 here)";
+  if (!cpu::DensePanelsSupport(DType::kF32, f))
+    GTEST_SKIP() << "the dense panels are for AVX2 and AVX-512 CPUs";
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (auto [n, k] : {std::pair{203, 5}, std::pair{112, 33}, std::pair{48, 4864}}) {
       Tensor w = Random(dt, {n, k});
-      Tensor panels = Tiled(w, cpu::avx2::DensePanelsLayout(dt));
+      Tensor panels = Tiled(w, cpu::DensePanelsLayout(dt));
       Tensor b = Random(DType::kF32, {n});
-      for (int64_t t : {1, 2, 6, 7, 13}) {
+      for (int64_t t : {1, 2, 3, 4, 6, 7, 8, 13, 17}) {
         Tensor x = Random(DType::kF32, {t, k});
         std::vector<float> want(t * n);
         for (bool with_bias : {true, false}) {

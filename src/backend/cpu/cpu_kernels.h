@@ -245,6 +245,10 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
 // Dense Linear on 16-row panels, F32 activations (cpu_kernels_dense_panels_avx512.cc): the AVX2
 // panel kernel's contract and bits (avx2::LinearPanels below).
 void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+// BF16 weights with BF16 activations (`--dtype bfloat16`, AVX512-BF16 CPUs), same file: the
+// weight in kDwordTiles over its k-pairs (K even), x in task.xb (RoundRowsToBf16), vdpbf16ps with
+// one output row per lane; n0 a multiple of 16, n1 one too or task.ldo.
+void LinearPanelsBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 }  // namespace avx512
 
 // Int8 activations on AVX2 CPUs without AVX512-VNNI (cpu_kernels_int8_avx2.cc, vpmaddubsw):

@@ -66,6 +66,7 @@ float Bf16DotLoop(int64_t) { NotOnThisCpu(); }
 int32_t Int8DotLoop(int64_t) { NotOnThisCpu(); }
 
 void LinearPanels(const LinearTask&, int64_t, int64_t, int64_t, int64_t) { NotOnThisCpu(); }
+void LinearPanelsBf16Dot(const LinearTask&, int64_t, int64_t, int64_t, int64_t) { NotOnThisCpu(); }
 
 }  // namespace xinfer::cpu::avx512
 

@@ -46,16 +46,26 @@ Layout FastCpuOps::DenseLayoutFor(const Tensor& w) const {
   if (w.rank() != 2 || w.layout() != Layout::kRowMajor ||
       DenseKernelFor(w) == DenseKernel::kReference)
     return Layout::kRowMajor;
-  if (panels && ReadsPanels(w.dtype())) return cpu::DensePanelsLayout(w.dtype());
+  const Layout panel_layout = PanelLayout(w.dtype());
+  if (panels && ReadsPanels(w.dtype()) &&
+      RowBytes(w) % TileGeometryOf(panel_layout).unit_bytes == 0)
+    return panel_layout;
   if (row_tiles && RowBytes(w) % kTileUnitBytes == 0 && ReadsRowTiles(w.dtype()))
     return Layout::kRowTiles;
   return Layout::kRowMajor;
 }
 
 bool FastCpuOps::ReadsPanels(DType dtype) const {
-  // BF16 weights with BF16 activations (`--dtype bfloat16`) keep vdpbf16ps on row tiles.
-  return cpu::DensePanelsSupport(dtype, features_) &&
-         !(dtype == DType::kBF16 && bf16_path_ == cpu::Bf16Path::kBf16Dot);
+  return cpu::DensePanelsSupport(dtype, features_);
+}
+
+bool FastCpuOps::Bf16DotPanels(DType dtype) const {
+  return dtype == DType::kBF16 && bf16_path_ == cpu::Bf16Path::kBf16Dot;
+}
+
+Layout FastCpuOps::PanelLayout(DType dtype) const {
+  // vdpbf16ps takes k-pairs: BF16 weights under `--dtype bfloat16` are dword panels of pairs.
+  return Bf16DotPanels(dtype) ? Layout::kDwordTiles : cpu::DensePanelsLayout(dtype);
 }
 
 bool FastCpuOps::ReadsRowTiles(DType dtype) const {
@@ -75,8 +85,8 @@ FastCpuOps::DenseKernel FastCpuOps::DenseKernelFor(const Tensor& w) const {
       if (!ReadsRowTiles(wt)) return DenseKernel::kReference;
       break;
     default:
-      return w.layout() == cpu::DensePanelsLayout(wt) && ReadsPanels(wt) ? DenseKernel::kPanels
-                                                                          : DenseKernel::kReference;
+      if (w.layout() != PanelLayout(wt) || !ReadsPanels(wt)) return DenseKernel::kReference;
+      return Bf16DotPanels(wt) ? DenseKernel::kBf16DotPanels : DenseKernel::kPanels;
   }
   // Without AVX-512, Highway's kernels take every dtype with F32 activations as they are.
   if (!features_.avx512) return DenseKernel::kSimd;
@@ -115,7 +125,8 @@ int64_t FastCpuOps::PrepareDenseTask(const Tensor& x, const Tensor& w, const Ten
 
 void FastCpuOps::PrepareDenseX(DenseKernel kind, int64_t t_rows, cpu::LinearTask& task) {
   const int64_t k = task.k;
-  if (kind == DenseKernel::kBf16Dot) {
+  const bool rounds_x = kind == DenseKernel::kBf16Dot || kind == DenseKernel::kBf16DotPanels;
+  if (rounds_x) {
     task.ldxb = RoundUp(k, 32);
     const size_t need = static_cast<size_t>(t_rows * task.ldxb);
     if (xb_.size() < need) xb_.resize(need);
@@ -129,7 +140,7 @@ void FastCpuOps::PrepareDenseX(DenseKernel kind, int64_t t_rows, cpu::LinearTask
     return;
   }
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
-    if (kind == DenseKernel::kBf16Dot) {
+    if (rounds_x) {
       cpu::avx512::RoundRowsToBf16(task.x + r0 * k, r1 - r0, k, xb_.data() + r0 * task.ldxb,
                                    task.ldxb);
     } else {
@@ -150,6 +161,8 @@ void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t
       return cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
     case DenseKernel::kF32Acc:
       return cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+    case DenseKernel::kBf16DotPanels:
+      return cpu::avx512::LinearPanelsBf16Dot(task, 0, t_rows, n0, n1);
     case DenseKernel::kPanels:
       return features_.avx512 ? cpu::avx512::LinearPanels(task, 0, t_rows, n0, n1)
                               : cpu::avx2::LinearPanels(task, 0, t_rows, n0, n1);

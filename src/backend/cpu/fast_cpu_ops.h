@@ -27,11 +27,11 @@ class FastCpuOps : public CpuOps {
   // Q5_K / Q6_K on AVX512-VNNI, AVX2 or ARM64 DotProd CPUs; AWQ g128 on AVX512-VNNI).
   bool UsesInt8Activations(const QuantTensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a dense Linear weight in, for the kernel Linear
-  // will run it on: on AVX2 and AVX-512 CPUs, 16-row panels (kDwordTiles for F32, kWordTiles
-  // for BF16/F16) for the broadcast-x kernels with F32 activations; else (BF16 weights with
-  // `--dtype bfloat16`) row tiles (kRowTiles) where the kernel reads them as one stream (the
-  // AVX-512 kernels; Highway's where a unit is whole vectors); else row-major. XINFER_DENSE_PANELS=0 skips the panels, XINFER_ROW_TILES=0 the row tiles (A/B
-  // measurements).
+  // will run it on: on AVX2 and AVX-512 CPUs, 16-row panels for the broadcast-x kernels —
+  // kDwordTiles for F32, kWordTiles for BF16/F16 with F32 activations, kDwordTiles over k-pairs
+  // for BF16 under vdpbf16ps (`--dtype bfloat16`, K even); else row tiles (kRowTiles) where a
+  // kernel reads them as one stream (Highway's where a unit is whole vectors); else row-major.
+  // XINFER_DENSE_PANELS=0 skips the panels, XINFER_ROW_TILES=0 the row tiles (A/B measurements).
   Layout DenseLayoutFor(const Tensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8
   // activations on AVX2 CPUs without AVX512-VNNI, AWQ g128 in kDwordTiles and Q4_0 in kQ4_0Tiles
@@ -54,10 +54,22 @@ class FastCpuOps : public CpuOps {
 
  private:
   // The kernel family a dense Linear on `w` runs.
-  enum class DenseKernel { kReference, kSimd, kBf16Dot, kBf16Widen, kF32Acc, kPanels };
+  enum class DenseKernel {
+    kReference,
+    kSimd,
+    kBf16Dot,
+    kBf16Widen,
+    kF32Acc,
+    kPanels,
+    kBf16DotPanels
+  };
   DenseKernel DenseKernelFor(const Tensor& w) const;
   bool ReadsRowTiles(DType dtype) const;
   bool ReadsPanels(DType dtype) const;
+  // BF16 weights under vdpbf16ps (`--dtype bfloat16`): panels of k-pairs, LinearPanelsBf16Dot.
+  bool Bf16DotPanels(DType dtype) const;
+  // The panel layout a dense weight of this dtype is placed in when ReadsPanels(dtype).
+  Layout PanelLayout(DType dtype) const;
   // Checks a dense Linear's arguments and fills `task` (bias converted to F32 into
   // `bias_scratch` where needed, x not yet prepared); returns the rows of x.
   int64_t PrepareDenseTask(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -84,15 +88,15 @@ class FastCpuOpsTest : public ::testing::Test {
     return Tensor(t.buffer(), 0, w.dtype(), w.shape(), layout);
   }
   Tensor RowTiled(const Tensor& w) { return Tiled(w, Layout::kRowTiles); }
-  // The layouts of `w` whose kernels the dense tests must cover: row-major, and on AVX2 and
-  // AVX-512 CPUs the 16-row panels the engine stores weights in there (their broadcast-x kernel
-  // sums in another order than the row-major one) where `ops` runs them: not for BF16 weights
-  // with BF16 activations (vdpbf16ps on row tiles). Row tiles need no entry: they are
-  // bitwise row-major (RowTiledWeightsGiveBitwiseTheRowMajorResults).
+  // The layouts of `w` whose kernels the dense tests must cover: row-major, and the 16-row
+  // panels where `ops` stores weights in them (AVX2 and AVX-512 CPUs: their broadcast-x kernels
+  // sum in another order than the row-major ones; BF16 under vdpbf16ps in k-pair panels). Row
+  // tiles need no entry: they are bitwise row-major
+  // (RowTiledWeightsGiveBitwiseTheRowMajorResults). Elsewhere (ARM64) only row-major.
   std::vector<Tensor> KernelLayouts(const FastCpuOps& ops, const Tensor& w) {
     std::vector<Tensor> out = {w};
     const Layout layout = ops.DenseLayoutFor(w);
-    if (layout == cpu::DensePanelsLayout(w.dtype())) out.push_back(Tiled(w, layout));
+    if (layout != Layout::kRowMajor && layout != Layout::kRowTiles) out.push_back(Tiled(w, layout));
     return out;
   }
   static std::string LayoutLabel(const Tensor& w) {
@@ -220,13 +224,14 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
         // every AVX-512 and fixed-width Highway target; SVE only up to 512-bit vectors.
         const bool reads = f.avx512 || cpu::simd::RowTilesFit(DTypeSize(dt));
         // What the backend stores: panels on AVX2 and AVX-512 CPUs (the other kernels still read
-        // row tiles there: XINFER_DENSE_PANELS=0) but for BF16 weights with BF16 activations
-        // (vdpbf16ps), row tiles elsewhere.
-        const bool bf16_dot = dt == DType::kBF16 && cpu::SelectBf16Path(f, bf16_activations) ==
-                                                        cpu::Bf16Path::kBf16Dot;
-        const Layout want = cpu::DensePanelsSupport(dt, f) && !bf16_dot ? cpu::DensePanelsLayout(dt)
-                            : reads                                     ? Layout::kRowTiles
-                                                                        : Layout::kRowMajor;
+        // row tiles there: XINFER_DENSE_PANELS=0) — k-pair panels (kDwordTiles) for BF16 weights
+        // under vdpbf16ps —, row tiles elsewhere.
+        const bool bf16_dot = dt == DType::kBF16 &&
+                              cpu::SelectBf16Path(f, bf16_activations) == cpu::Bf16Path::kBf16Dot;
+        const Layout want = !cpu::DensePanelsSupport(dt, f)
+                                ? (reads ? Layout::kRowTiles : Layout::kRowMajor)
+                            : bf16_dot ? Layout::kDwordTiles
+                                       : cpu::DensePanelsLayout(dt);
         ASSERT_EQ(FastCpuOps(bf16_activations, 1).DenseLayoutFor(w), want) << DTypeName(dt);
         if (!reads) continue;
         Tensor b = Random(DType::kF32, {n});
@@ -305,6 +310,64 @@ TEST_F(FastCpuOpsTest, DensePanelsAreBitwiseTheDocumentedFmaSequence) {
     }
   }
 }
+
+#if defined(__x86_64__)
+// One lane of vdpbf16ps per k-pair of x and w (BF16), in k order from zero: the BF16-dot panels'
+// documented sequence, evaluated with the instruction itself (its rounding is the CPU's).
+__attribute__((target("avx512f,avx512bf16"))) float Bf16DotChain(const uint16_t* x,
+                                                                 const uint16_t* w, int64_t k) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t c = 0; c < k; c += 2) {
+    uint32_t xp, wp;
+    std::memcpy(&xp, x + c, sizeof(xp));
+    std::memcpy(&wp, w + c, sizeof(wp));
+    __m512i xv = _mm512_set1_epi32(static_cast<int>(xp)),
+            wv = _mm512_set1_epi32(static_cast<int>(wp));
+    acc = _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(xv), reinterpret_cast<__m512bh&>(wv));
+  }
+  return _mm512_cvtss_f32(acc);
+}
+
+// The BF16-dot panels (`--dtype bfloat16` on AVX512-BF16 CPUs: BF16 weights in k-pair panels,
+// x rounded to BF16) compute each element as documented: one vdpbf16ps per k-pair in k order,
+// then the bias, bitwise, for every path (1..6 panels per tile, 1..8-row tiles, several tiles of
+// x in streamed and L2-blocked order, the partial last panel, K = 4864), with and without a bias,
+// 1 and 3 threads. Pairs taken in another order, or the bias folded in first, fail it.
+TEST_F(FastCpuOpsTest, Bf16DotPanelsAreBitwiseTheDocumentedDotSequence) {
+  if (!cpu::DetectCpuFeatures().avx512_bf16) GTEST_SKIP() << "needs AVX512-BF16";
+  for (auto [n, k] :
+       {std::pair{203, 6}, std::pair{112, 34}, std::pair{37, 896}, std::pair{48, 4864}}) {
+    Tensor w = Random(DType::kBF16, {n, k});
+    FastCpuOps layout_ops(true, 1);
+    ASSERT_EQ(layout_ops.DenseLayoutFor(w), Layout::kDwordTiles);
+    Tensor panels = Tiled(w, Layout::kDwordTiles);
+    Tensor b = Random(DType::kF32, {n});
+    for (int64_t t : {1, 2, 3, 4, 6, 7, 8, 13, 17, 33}) {
+      if (t == 33 && k != 4864) continue;  // past 256 KiB of BF16 x: the L2-blocked order
+      Tensor x = Random(DType::kF32, {t, k});
+      std::vector<uint16_t> xb(t * k);
+      for (int64_t i = 0; i < t * k; ++i) xb[i] = F32ToBf16(x.data<float>()[i]);
+      std::vector<float> dots(t * n);
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          dots[i * n + j] = Bf16DotChain(&xb[i * k], w.data<uint16_t>() + j * k, k);
+      for (bool with_bias : {true, false}) {
+        std::vector<float> want(dots);
+        if (with_bias)
+          for (int64_t i = 0; i < t * n; ++i) want[i] += b.data<float>()[i % n];
+        for (int threads : {1, 3}) {
+          FastCpuOps ops(true, threads);
+          Tensor y = backend_->NewTensor(DType::kF32, {t, n});
+          ops.Linear(x, panels, with_bias ? &b : nullptr, y);
+          ASSERT_TRUE(BitwiseEqual(y.data<float>(), want.data(), t * n))
+              << "N=" << n << " K=" << k << " T=" << t << " bias " << with_bias << " threads "
+              << threads;
+        }
+      }
+    }
+  }
+}
+#endif  // defined(__x86_64__)
 
 // LinearMany (q/k/v and gate/up as one job) gives bitwise what separate Linear calls give: every
 // kernel path, both layouts, ranges that straddle two parts, per-part biases (BF16: converted

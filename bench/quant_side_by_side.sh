@@ -4,9 +4,8 @@
 #
 #   LLAMA_CPP=/path/to/llama.cpp/build/bin bench/quant_side_by_side.sh
 #
-# llama.cpp is built beside the project (never inside it), e.g. from a fetched source tree:
-#   cmake -B build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF
-#   cmake --build build -j2 --target llama-bench llama-batched-bench llama-quantize
+# LLAMA_CPP points at a llama.cpp release build made beside the project (never inside it), with
+# llama-bench, llama-batched-bench and llama-quantize; nothing here builds it.
 # Needs build/bin/xinfer and a folder with a Qwen tokenizer (TOK, default ../shared/models/tiny-qwen3).
 set -eu
 BIN=${BIN:-build/bin}

@@ -69,6 +69,10 @@ TileGeometry TileGeometryOf(Layout layout) {
       return {kDwordTileRows, 4, 18, 2};
     case Layout::kWordTiles:
       return {kDwordTileRows, 2};
+    case Layout::kDwordTiles64:
+      return {kWideTileRows, 4};
+    case Layout::kWordTiles64:
+      return {kWideTileRows, 2};
     case Layout::kRowMajor:
       break;
   }
@@ -116,8 +120,9 @@ void ReadRow(const Tensor& t, int64_t r, void* dst) {
 namespace {
 
 // Group [r0, r0 + nr) of a tiled layout with units of one T and no head (kDwordTiles,
-// kWordTiles): a transpose, written in order (unit u of every row, then u + 1). A memcpy per
-// 2-byte unit through ForEachPiece made placing a 136 M-value lm_head take seconds.
+// kWordTiles and their 64-row forms): a transpose, written in order (unit u of every row, then u +
+// 1). A memcpy per 2-byte unit through ForEachPiece made placing a 136 M-value lm_head take
+// seconds.
 template <typename T>
 void TransposeGroup(const uint8_t* src, uint8_t* dst, int64_t nr, int64_t row_bytes) {
   const int64_t units = row_bytes / static_cast<int64_t>(sizeof(T));

@@ -63,10 +63,23 @@ using Shape = std::vector<int64_t>;
 //     16 rows' scales side by side, then their codes as dword tiles (the same kernel's Q4_0).
 //   kWordTiles (G = 16, U = 2, no head): kDwordTiles for 16-bit values (BF16 and F16 dense
 //     weights under the AVX2 dense broadcast-x kernel).
-enum class Layout : uint8_t { kRowMajor, kRowTiles, kDwordTiles, kQ4_0Tiles, kWordTiles };
+//   kDwordTiles64, kWordTiles64 (G = 64, U = 4 or 2, no head): the same with 64 rows, for the
+//     AVX-512 dense broadcast-x kernels (cpu_kernels_dense_panels_avx512.cc): a k-step of a
+//     group is four 16-lane registers that lie one after another, so a decode GEMV keeps four
+//     FMA chains going on one sequential stream.
+enum class Layout : uint8_t {
+  kRowMajor,
+  kRowTiles,
+  kDwordTiles,
+  kQ4_0Tiles,
+  kWordTiles,
+  kDwordTiles64,
+  kWordTiles64
+};
 inline constexpr int64_t kTileRows = 6;
 inline constexpr int64_t kTileUnitBytes = 64;
 inline constexpr int64_t kDwordTileRows = 16;
+inline constexpr int64_t kWideTileRows = 64;
 struct TileGeometry {
   int64_t rows;             // G
   int64_t unit_bytes;       // U

@@ -25,8 +25,9 @@ TEST(TiledLayoutTest, PackedRowsReadBackIntact) {
   };
   for (const Case& c :
        {Case{Layout::kRowTiles, 192}, Case{Layout::kDwordTiles, 28}, Case{Layout::kQ4_0Tiles, 36},
-        Case{Layout::kWordTiles, 14}, Case{Layout::kWordTiles, 1792}}) {
-    for (int64_t rows : {1, 16, 37}) {
+        Case{Layout::kWordTiles, 14}, Case{Layout::kWordTiles, 1792},
+        Case{Layout::kDwordTiles64, 28}, Case{Layout::kWordTiles64, 1792}}) {
+    for (int64_t rows : {1, 16, 37, 150}) {
       std::vector<uint8_t> src(rows * c.row_bytes), dst(src.size(), 0);
       for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + i / 251);
       const int64_t g = TileGeometryOf(c.layout).rows, groups = (rows + g - 1) / g;

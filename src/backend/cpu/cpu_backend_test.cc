@@ -78,9 +78,10 @@ TEST(CpuBackendTest, MmapWeightsKeepsTheInputs) {
 }
 
 // Linear weights the SIMD kernels take are stored in the layout their kernel reads, with every
-// row intact: 16-row panels on AVX2 and AVX-512 CPUs (kWordTiles for BF16, kDwordTiles for
-// F32, any row length), row tiles for the other SIMD kernels (rows of whole 64-byte units); a
-// tied alias used by Embedding gets the same tiled bytes; other weights stay row-major.
+// row intact: panels on AVX2 and AVX-512 CPUs (BF16 in kWordTiles, F32 in kDwordTiles, any row
+// length; their 64-row forms on AVX-512), row tiles for the other SIMD kernels (rows of whole
+// 64-byte units); a tied alias used by Embedding gets the same tiled bytes; other weights stay
+// row-major.
 TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
   auto backend = CreateCpuBackend();
   Tensor lm = Filled(*backend, DType::kBF16, {203, 96}, 5);  // 34 row tiles or 13 panels
@@ -93,15 +94,14 @@ TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
   const bool panels = cpu::DensePanelsSupport(DType::kBF16, f);
   const bool tiles = f.avx512 || f.simd;
   EXPECT_EQ(placed[0].raw(), placed[1].raw());
-  const Layout lm_layout = panels  ? Layout::kWordTiles
+  const Layout lm_layout = panels  ? (f.avx512 ? Layout::kWordTiles64 : Layout::kWordTiles)
                            : tiles ? Layout::kRowTiles
                                    : Layout::kRowMajor;
-  const Layout f32_layout = panels  ? Layout::kDwordTiles
-                            : tiles ? Layout::kRowTiles
-                                    : Layout::kRowMajor;
+  const Layout dword_panels = f.avx512 ? Layout::kDwordTiles64 : Layout::kDwordTiles;
+  const Layout f32_layout = panels ? dword_panels : tiles ? Layout::kRowTiles : Layout::kRowMajor;
   EXPECT_EQ(placed[0].layout(), lm_layout);
   EXPECT_EQ(placed[1].layout(), lm_layout);
-  EXPECT_EQ(placed[2].layout(), panels ? Layout::kDwordTiles : Layout::kRowMajor);
+  EXPECT_EQ(placed[2].layout(), panels ? dword_panels : Layout::kRowMajor);
   EXPECT_EQ(placed[3].layout(), f32_layout);
   for (auto [got, want] :
        {std::pair{placed[1], lm}, std::pair{placed[2], odd}, std::pair{placed[3], f32}}) {
@@ -114,7 +114,12 @@ TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
   }
   const auto* base = static_cast<const uint8_t*>(placed[1].raw());
   const auto* src = static_cast<const uint8_t*>(lm.raw());
-  if (panels) {  // the panel layout by hand: per k, the 16 rows' values side by side
+  if (panels && f.avx512) {  // 64-row groups by hand: per k, the 64 rows' values side by side
+    // Element 5 of row 71 (group 1, its row 7): group base + (5 x 64 + 7) values.
+    EXPECT_EQ(std::memcmp(base + 64 * 192 + (5 * 64 + 7) * 2, src + 71 * 192 + 5 * 2, 2), 0);
+    // The last group has 11 rows: element 3 of row 202 (its row 10).
+    EXPECT_EQ(std::memcmp(base + 192 * 192 + (3 * 11 + 10) * 2, src + 202 * 192 + 3 * 2, 2), 0);
+  } else if (panels) {  // 16-row panels by hand: per k, the 16 rows' values side by side
     // Element 5 of row 23 (panel 1, its row 7): panel base + (5 x 16 + 7) values.
     EXPECT_EQ(std::memcmp(base + 16 * 192 + (5 * 16 + 7) * 2, src + 23 * 192 + 5 * 2, 2), 0);
     // The last panel has 11 rows: element 3 of row 202 (its row 10).

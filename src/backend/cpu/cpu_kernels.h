@@ -57,6 +57,8 @@ struct LinearTask {
   // w in row tiles (tensor.h; the AVX-512 kernels, and simd::Linear where RowTilesFit): tiles of
   // NR = kTileRows rows start at row multiples of kTileRows, so n0 of every call must be one.
   bool tiled = false;
+  // Rows per group of w's layout (FastCpuOps splits the rows among threads at multiples of it).
+  int64_t column_unit = 16;
   int64_t k = 0;
   const float* bias = nullptr;
   float* out = nullptr;
@@ -242,12 +244,13 @@ bool AttentionGroupSupports(int64_t d);
 void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);
-// Dense Linear on 16-row panels, F32 activations (cpu_kernels_dense_panels_avx512.cc): the AVX2
-// panel kernel's contract and bits (avx2::LinearPanels below).
+// Dense Linear on 64-row panel groups (cpu_kernels_dense_panels_avx512.cc; DensePanelsLayout:
+// kDwordTiles64 / kWordTiles64), F32 activations: the AVX2 panel kernel's per-element arithmetic
+// and bits (avx2::LinearPanels below). n0 a multiple of 64, n1 one too or task.ldo.
 void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights with BF16 activations (`--dtype bfloat16`, AVX512-BF16 CPUs), same file: the
-// weight in kDwordTiles over its k-pairs (K even), x in task.xb (RoundRowsToBf16), vdpbf16ps with
-// one output row per lane; n0 a multiple of 16, n1 one too or task.ldo.
+// weight in kDwordTiles64 over its k-pairs (K even), x in task.xb (RoundRowsToBf16), vdpbf16ps
+// with one output row per lane; n0 a multiple of 64, n1 one too or task.ldo.
 void LinearPanelsBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 }  // namespace avx512
 
@@ -275,18 +278,19 @@ Layout Int8PanelsLayout(QuantType type);
 void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
 // Dense Linear (F32, BF16, F16 weights, F32 activations) on AVX2 CPUs without AVX-512: the
-// broadcast-x kernel (cpu_kernels_dense_panels_avx2.cc) for weights placed in DensePanelsLayout;
-// avx512::LinearPanels is the same on AVX-512 CPUs, with the same bits. n0 a multiple of 16, n1
-// one too or task.ldo.
+// broadcast-x kernel (cpu_kernels_dense_panels_avx2.cc) for weights placed in DensePanelsLayout
+// (16-row panels); avx512::LinearPanels gives the same bits on AVX-512 CPUs. n0 a multiple of 16,
+// n1 one too or task.ldo.
 void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 }  // namespace avx2
 
 // Dense weights the broadcast-x panel kernels (avx2:: and avx512::LinearPanels) take on this CPU,
-// and the layout CpuBackend places them in (tensor.h: kDwordTiles for F32, kWordTiles for BF16 /
-// F16: 16-row panels). LinearPartialPanel computes output columns [p, task.ldo) — the last,
-// partial panel (fewer than 16 rows) — with the kernels' per-element FMA sequence.
+// and the layout CpuBackend places them in for F32 activations (tensor.h): on AVX-512 CPUs
+// 64-row groups (kDwordTiles64 for F32, kWordTiles64 for BF16 / F16), on AVX2 ones 16-row panels
+// (kDwordTiles, kWordTiles). LinearPartialPanel computes output columns [p, task.ldo) — the
+// AVX2 kernel's last, partial panel (fewer than 16 rows) — with the per-element FMA sequence.
 bool DensePanelsSupport(DType dtype, const CpuFeatures& features);
-Layout DensePanelsLayout(DType dtype);
+Layout DensePanelsLayout(DType dtype, const CpuFeatures& features);
 void LinearPartialPanel(const LinearTask& task, int64_t t0, int64_t t1, int64_t p);
 
 // The same on ARM64 CPUs with DotProd (cpu_kernels_int8_neon.cc, sdot): the AVX2 kernel's formats

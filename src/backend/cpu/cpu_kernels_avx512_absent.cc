@@ -91,7 +91,7 @@ void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, in
 
 namespace xinfer::cpu {
 bool DensePanelsSupport(DType, const CpuFeatures&) { return false; }
-Layout DensePanelsLayout(DType) { return Layout::kRowMajor; }
+Layout DensePanelsLayout(DType, const CpuFeatures&) { return Layout::kRowMajor; }
 void LinearPartialPanel(const LinearTask&, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "no panel kernels on this CPU");
 }

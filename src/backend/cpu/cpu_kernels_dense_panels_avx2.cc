@@ -213,7 +213,8 @@ bool DensePanelsSupport(DType dtype, const CpuFeatures& features) {
          (dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16);
 }
 
-Layout DensePanelsLayout(DType dtype) {
+Layout DensePanelsLayout(DType dtype, const CpuFeatures& features) {
+  if (features.avx512) return DTypeSize(dtype) == 4 ? Layout::kDwordTiles64 : Layout::kWordTiles64;
   return DTypeSize(dtype) == 4 ? Layout::kDwordTiles : Layout::kWordTiles;
 }
 

@@ -65,7 +65,7 @@ bool FastCpuOps::Bf16DotPanels(DType dtype) const {
 
 Layout FastCpuOps::PanelLayout(DType dtype) const {
   // vdpbf16ps takes k-pairs: BF16 weights under `--dtype bfloat16` are dword panels of pairs.
-  return Bf16DotPanels(dtype) ? Layout::kDwordTiles : cpu::DensePanelsLayout(dtype);
+  return Bf16DotPanels(dtype) ? Layout::kDwordTiles64 : cpu::DensePanelsLayout(dtype, features_);
 }
 
 bool FastCpuOps::ReadsRowTiles(DType dtype) const {
@@ -113,6 +113,7 @@ int64_t FastCpuOps::PrepareDenseTask(const Tensor& x, const Tensor& w, const Ten
   task.w = w.raw();
   task.wdtype = w.dtype();
   task.tiled = w.layout() == Layout::kRowTiles;
+  task.column_unit = w.layout() == Layout::kRowMajor ? 16 : TileGeometryOf(w.layout()).rows;
   task.k = k;
   task.out = out.data<float>();
   task.ldo = n;
@@ -172,10 +173,10 @@ void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t
   XI_CHECK_MSG(false, "RunDense on the reference path");
 }
 
-// Ranges of weight rows start at multiples of 16 (a panel, for panel weights), or of whole row
-// tiles for row-tiled weights; each range runs with every row of x, so an element's arithmetic
-// never depends on the split.
-int64_t FastCpuOps::ColumnUnit(const cpu::LinearTask& task) { return task.tiled ? kTileRows : 16; }
+// Ranges of weight rows start at multiples of the layout's group (a row tile, a 16-row panel, a
+// 64-row group; 16 rows for row-major weights); each range runs with every row of x, so an
+// element's arithmetic never depends on the split.
+int64_t FastCpuOps::ColumnUnit(const cpu::LinearTask& task) { return task.column_unit; }
 
 void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
   const DenseKernel kind = DenseKernelFor(w);

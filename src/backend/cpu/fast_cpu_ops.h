@@ -27,10 +27,11 @@ class FastCpuOps : public CpuOps {
   // Q5_K / Q6_K on AVX512-VNNI, AVX2 or ARM64 DotProd CPUs; AWQ g128 on AVX512-VNNI).
   bool UsesInt8Activations(const QuantTensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a dense Linear weight in, for the kernel Linear
-  // will run it on: on AVX2 and AVX-512 CPUs, 16-row panels for the broadcast-x kernels —
-  // kDwordTiles for F32, kWordTiles for BF16/F16 with F32 activations, kDwordTiles over k-pairs
-  // for BF16 under vdpbf16ps (`--dtype bfloat16`, K even); else row tiles (kRowTiles) where a
-  // kernel reads them as one stream (Highway's where a unit is whole vectors); else row-major.
+  // will run it on: on AVX2 and AVX-512 CPUs, panels for the broadcast-x kernels
+  // (cpu::DensePanelsLayout: 16-row kDwordTiles / kWordTiles on AVX2, 64-row kDwordTiles64 /
+  // kWordTiles64 on AVX-512; kDwordTiles64 over k-pairs for BF16 under vdpbf16ps, `--dtype
+  // bfloat16`, K even); else row tiles (kRowTiles) where a kernel reads them as one stream
+  // (Highway's where a unit is whole vectors); else row-major.
   // XINFER_DENSE_PANELS=0 skips the panels, XINFER_ROW_TILES=0 the row tiles (A/B measurements).
   Layout DenseLayoutFor(const Tensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8

@@ -224,14 +224,14 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
         // every AVX-512 and fixed-width Highway target; SVE only up to 512-bit vectors.
         const bool reads = f.avx512 || cpu::simd::RowTilesFit(DTypeSize(dt));
         // What the backend stores: panels on AVX2 and AVX-512 CPUs (the other kernels still read
-        // row tiles there: XINFER_DENSE_PANELS=0) — k-pair panels (kDwordTiles) for BF16 weights
-        // under vdpbf16ps —, row tiles elsewhere.
+        // row tiles there: XINFER_DENSE_PANELS=0) — k-pair groups (kDwordTiles64) for BF16
+        // weights under vdpbf16ps —, row tiles elsewhere.
         const bool bf16_dot = dt == DType::kBF16 &&
                               cpu::SelectBf16Path(f, bf16_activations) == cpu::Bf16Path::kBf16Dot;
         const Layout want = !cpu::DensePanelsSupport(dt, f)
                                 ? (reads ? Layout::kRowTiles : Layout::kRowMajor)
-                            : bf16_dot ? Layout::kDwordTiles
-                                       : cpu::DensePanelsLayout(dt);
+                            : bf16_dot ? Layout::kDwordTiles64
+                                       : cpu::DensePanelsLayout(dt, f);
         ASSERT_EQ(FastCpuOps(bf16_activations, 1).DenseLayoutFor(w), want) << DTypeName(dt);
         if (!reads) continue;
         Tensor b = Random(DType::kF32, {n});
@@ -272,18 +272,19 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
 // The dense panels (cpu_kernels_dense_panels_avx2.cc, _avx512.cc: whichever this CPU runs;
 // CTest's XINFER_ISA=avx2 run takes the AVX2 one) compute each element as documented:
 // acc = fma(x[k], w[k], acc) over k from 0, then acc + bias, bitwise, for every path of the kernel
-// (rows of x against 1..6 panels at once, 1..8-row tiles, several tiles of x, the partial last
-// panel of 11 rows, a panel block past L2 at K = 4864), every dtype, with and without a bias, 1
-// and 3 threads. A change of the lane order (BF16's even/odd rows), of the summation order or of
-// the bias step fails it.
+// (AVX2: rows of x against 1..3 panels at once, 1..6-row tiles; AVX-512: 1..6-row tiles on 64-row
+// groups; several tiles of x, streamed and L2-blocked orders, the partial last panel or group
+// — 11 and 48 rows —, groups past L2 at K = 4864), every dtype, with and without a bias, 1 and
+// 3 threads. A change of the lane order (BF16's even/odd rows), of the summation order or of the
+// bias step fails it.
 TEST_F(FastCpuOpsTest, DensePanelsAreBitwiseTheDocumentedFmaSequence) {
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
   if (!cpu::DensePanelsSupport(DType::kF32, f))
     GTEST_SKIP() << "the dense panels are for AVX2 and AVX-512 CPUs";
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-    for (auto [n, k] : {std::pair{203, 5}, std::pair{112, 33}, std::pair{48, 4864}}) {
+    for (auto [n, k] : {std::pair{203, 5}, std::pair{112, 33}, std::pair{128, 4864}}) {
       Tensor w = Random(dt, {n, k});
-      Tensor panels = Tiled(w, cpu::DensePanelsLayout(dt));
+      Tensor panels = Tiled(w, cpu::DensePanelsLayout(dt, f));
       Tensor b = Random(DType::kF32, {n});
       for (int64_t t : {1, 2, 3, 4, 6, 7, 8, 13, 17}) {
         Tensor x = Random(DType::kF32, {t, k});
@@ -328,19 +329,19 @@ __attribute__((target("avx512f,avx512bf16"))) float Bf16DotChain(const uint16_t*
   return _mm512_cvtss_f32(acc);
 }
 
-// The BF16-dot panels (`--dtype bfloat16` on AVX512-BF16 CPUs: BF16 weights in k-pair panels,
-// x rounded to BF16) compute each element as documented: one vdpbf16ps per k-pair in k order,
-// then the bias, bitwise, for every path (1..6 panels per tile, 1..8-row tiles, several tiles of
-// x in streamed and L2-blocked order, the partial last panel, K = 4864), with and without a bias,
-// 1 and 3 threads. Pairs taken in another order, or the bias folded in first, fail it.
+// The BF16-dot panels (`--dtype bfloat16` on AVX512-BF16 CPUs: BF16 weights in 64-row groups of
+// k-pairs, x rounded to BF16) compute each element as documented: one vdpbf16ps per k-pair in k
+// order, then the bias, bitwise, for every path (1..6-row tiles, several tiles of x in streamed
+// and L2-blocked order, the partial last group of 11, 48 or 37 rows, K = 4864), with and without
+// a bias, 1 and 3 threads. Pairs taken in another order, or the bias folded in first, fail it.
 TEST_F(FastCpuOpsTest, Bf16DotPanelsAreBitwiseTheDocumentedDotSequence) {
   if (!cpu::DetectCpuFeatures().avx512_bf16) GTEST_SKIP() << "needs AVX512-BF16";
   for (auto [n, k] :
-       {std::pair{203, 6}, std::pair{112, 34}, std::pair{37, 896}, std::pair{48, 4864}}) {
+       {std::pair{203, 6}, std::pair{112, 34}, std::pair{37, 896}, std::pair{128, 4864}}) {
     Tensor w = Random(DType::kBF16, {n, k});
     FastCpuOps layout_ops(true, 1);
-    ASSERT_EQ(layout_ops.DenseLayoutFor(w), Layout::kDwordTiles);
-    Tensor panels = Tiled(w, Layout::kDwordTiles);
+    ASSERT_EQ(layout_ops.DenseLayoutFor(w), Layout::kDwordTiles64);
+    Tensor panels = Tiled(w, Layout::kDwordTiles64);
     Tensor b = Random(DType::kF32, {n});
     for (int64_t t : {1, 2, 3, 4, 6, 7, 8, 13, 17, 33}) {
       if (t == 33 && k != 4864) continue;  // past 256 KiB of BF16 x: the L2-blocked order

@@ -133,8 +133,8 @@ TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
   }
 }
 
-// AWQ g128 Linear parts (codes, scales, zero points) go into dword tiles when the int8 broadcast-x
-// kernel will read them (int8 activations on an AVX2 CPU without AVX512-VNNI), every row intact;
+// AWQ g128 Linear parts (codes, scales, zero points) go into dword tiles when an int8 broadcast-x
+// kernel will read them (int8 activations on an AVX2 or AVX-512 CPU), every row intact;
 // otherwise, and for AWQ tensors not marked as a Linear weight's parts, they stay row-major.
 TEST(CpuBackendTest, AwqPartsAreDwordTiledForTheInt8Kernel) {
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
@@ -153,7 +153,7 @@ TEST(CpuBackendTest, AwqPartsAreDwordTiledForTheInt8Kernel) {
         {{{w.data, false, &w}, {w.scales, false, &w}, {w.zeros, false, &w}, {other, false}}});
     ASSERT_EQ(placed.size(), 4u);
     // FastCpuOps::QuantLayoutFor
-    const bool tiles = int8 && f.avx2 && !(f.avx512 && f.avx512_vnni);
+    const bool tiles = int8 && f.avx2;
     for (int i : {0, 1, 2})
       EXPECT_EQ(placed[i].layout(), tiles ? Layout::kDwordTiles : Layout::kRowMajor) << i;
     EXPECT_EQ(placed[3].layout(), Layout::kRowMajor);
@@ -191,8 +191,8 @@ TEST(CpuBackendTest, Q4_0WeightsAreTiledForTheInt8Kernel) {
     std::vector<Tensor> placed =
         backend->PlaceWeights({{{w.data, false, &w}, {q8.data, false, &q8}}});
     ASSERT_EQ(placed.size(), 2u);
-    // FastCpuOps::QuantLayoutFor: AVX512-VNNI (+VBMI) CPUs keep Q4_0 on their own int8 kernel.
-    const bool tiles = int8 && f.avx2 && !(f.avx512 && f.avx512_vnni && f.avx512_vbmi);
+    // FastCpuOps::QuantLayoutFor: every AVX2 CPU (AVX-512 included) with int8 activations.
+    const bool tiles = int8 && f.avx2;
     EXPECT_EQ(placed[0].layout(), tiles ? Layout::kQ4_0Tiles : Layout::kRowMajor);
     EXPECT_EQ(placed[1].layout(), Layout::kRowMajor);
     std::vector<uint8_t> a(8 * 18), b(8 * 18);

@@ -218,6 +218,13 @@ int64_t Int8AuxPerRow(QuantType type, int64_t k);
 void Int8PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq,
                   int64_t ldxq, float* aux, int64_t ldaux);
 void QuantLinearInt8(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+// AWQ g128 and Q4_0 with int8 activations on AVX512-VNNI CPUs, broadcast-x over the weights
+// CpuBackend placed in avx2::Int8PanelsLayout(type), x prepared by avx2::Int8PrepareX in that
+// layout's Int8XLayout (cpu_kernels_int8_panels_avx512.cc): the AVX2 panel kernel's contract and
+// bits. n0 (and n1 unless it is w.rows) multiples of 16.
+bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
+void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
+                           int64_t n1);
 void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 void LinearBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights widened to F32 without shuffles: a 64-byte load of 32 BF16 gives the even

@@ -18,12 +18,16 @@ bool QuantKernelSupports(const QuantTensor&) { return false; }
 bool NibbleBf16Supports(const QuantTensor&, const CpuFeatures&) { return false; }
 bool AttentionGroupSupports(int64_t) { return false; }
 bool Int8DotSupports(const QuantTensor&, const CpuFeatures&) { return false; }
+bool Int8PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
 int64_t Int8AuxPerRow(QuantType, int64_t) { NotOnThisCpu(); }
 void Int8PrepareX(QuantType, const float*, int64_t, int64_t, int64_t, int8_t*, int64_t, float*,
                   int64_t) {
   NotOnThisCpu();
 }
 void QuantLinearInt8(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) { NotOnThisCpu(); }
+void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  NotOnThisCpu();
+}
 void QuantKernelTablesInit() {}
 void QuantLinearQ8Direct(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   NotOnThisCpu();

@@ -35,8 +35,9 @@ class FastCpuOps : public CpuOps {
   // XINFER_DENSE_PANELS=0 skips the panels, XINFER_ROW_TILES=0 the row tiles (A/B measurements).
   Layout DenseLayoutFor(const Tensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8
-  // activations on AVX2 CPUs without AVX512-VNNI, AWQ g128 in kDwordTiles and Q4_0 in kQ4_0Tiles
-  // (tensor.h) for the broadcast-x kernel, which QuantLinear then runs them on; else row-major.
+  // activations on AVX2 and AVX-512 CPUs, AWQ g128 in kDwordTiles and Q4_0 in kQ4_0Tiles
+  // (tensor.h) for the broadcast-x kernels (AVX-512's with AVX512-VNNI, else AVX2's), which
+  // QuantLinear then runs them on; else row-major.
   // XINFER_INT8_PANELS=0 keeps them row-major (A/B measurements).
   Layout QuantLayoutFor(const QuantTensor& w) const;
 
@@ -88,7 +89,7 @@ class FastCpuOps : public CpuOps {
   void PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_rows,
                           cpu::QuantLinearTask& task);
   // Which int8 kernel takes `w` on this CPU (with int8 activations).
-  enum class Int8Isa { kNone, kAvx512, kAvx2, kNeon };
+  enum class Int8Isa { kNone, kAvx512, kAvx512Panels, kAvx2, kNeon };
   Int8Isa Int8IsaFor(const QuantTensor& w) const;
   // x quantized to int8 blocks (and their scales, and the AVX-512 kernel's lane corrections) in
   // the layout of w's int8 kernel.

@@ -16,9 +16,12 @@ using fast_cpu_ops_internal::kMinParallelMacs;
 using fast_cpu_ops_internal::MinUnits;
 
 FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
-  // Weights in the panel layouts (QuantLayoutFor) have one reader: the AVX2 broadcast-x kernel.
-  if (w.data.layout() != Layout::kRowMajor)
+  // Weights in the panel layouts (QuantLayoutFor) have one reader per CPU: the broadcast-x
+  // kernel, AVX-512 where the CPU has AVX512-VNNI, else AVX2's (the same bits).
+  if (w.data.layout() != Layout::kRowMajor) {
+    if (cpu::avx512::Int8PanelsSupports(w, features_)) return Int8Isa::kAvx512Panels;
     return cpu::avx2::Int8PanelsSupports(w, features_) ? Int8Isa::kAvx2 : Int8Isa::kNone;
+  }
   if (features_.avx512 && cpu::avx512::Int8DotSupports(w, features_)) return Int8Isa::kAvx512;
   if (cpu::avx2::Int8DotSupports(w, features_)) return Int8Isa::kAvx2;
   if (cpu::neon::Int8DotSupports(w, features_)) return Int8Isa::kNeon;
@@ -35,10 +38,10 @@ bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
 
 Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
   static const bool enabled = fast_cpu_ops_internal::EnvSwitchOn("XINFER_INT8_PANELS");
-  // AVX512-VNNI CPUs keep row-major weights on their own int8 kernel.
+  // Every CPU with AVX2 reads them: AVX512-VNNI ones with the AVX-512 broadcast-x kernel (batched
+  // decode and prefill ~1.5-2x their row-major int8 kernel's; docs/performance.md, session 14).
   if (!enabled || !int8_activations_ || w.data.layout() != Layout::kRowMajor ||
-      !cpu::avx2::Int8PanelsSupports(w, features_) ||
-      (features_.avx512 && cpu::avx512::Int8DotSupports(w, features_)))
+      !cpu::avx2::Int8PanelsSupports(w, features_))
     return Layout::kRowMajor;
   return cpu::avx2::Int8PanelsLayout(w.type);
 }
@@ -48,6 +51,8 @@ void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t 
   switch (isa) {
     case Int8Isa::kAvx512:
       return cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
+    case Int8Isa::kAvx512Panels:
+      return cpu::avx512::QuantLinearInt8Panels(task, 0, t_rows, n0, n1);
     case Int8Isa::kAvx2:
       return cpu::avx2::QuantLinearInt8(task, 0, t_rows, n0, n1);
     case Int8Isa::kNeon:
@@ -259,7 +264,7 @@ FastCpuOps::Int8Isa FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor&
     float* aux = xaux_.data() + r0 * task.ldxaux;
     if (isa == Int8Isa::kAvx512) {
       cpu::avx512::Int8PrepareX(w.type, xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);
-    } else if (isa == Int8Isa::kAvx2) {
+    } else if (isa == Int8Isa::kAvx2 || isa == Int8Isa::kAvx512Panels) {
       cpu::avx2::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux, x_layout);
     } else {
       cpu::neon::Int8PrepareX(xr, r1 - r0, k, k, xq, task.ldxq, aux, task.ldxaux);

@@ -192,12 +192,13 @@ TEST_F(Int8ActivationsTest, MatchesThePlainInt8EvaluationAndIsBitwiseBatchInvari
   }
 }
 
-// AWQ g128 and Q4_0 as CpuBackend places them with int8 activations on AVX2 CPUs without
-// AVX512-VNNI: AWQ's codes, scales and zero points in dword tiles, Q4_0's blocks in Q4_0 tiles,
-// for the broadcast-x kernel (cpu_kernels_int8_panels_avx2.cc; AVX-512 CPUs run it too when handed
-// such a weight, as here). Against the plain int8 evaluation of the row-major weight; bitwise
-// invariant to the rows of x per call, the threads and the LinearMany grouping; rows in whole
-// 16-row tiles and a short last one; DequantizeRow reads the tiles.
+// AWQ g128 and Q4_0 as CpuBackend places them with int8 activations on AVX2 and AVX-512 CPUs:
+// AWQ's codes, scales and zero points in dword tiles, Q4_0's blocks in Q4_0 tiles, for the
+// broadcast-x kernels (cpu_kernels_int8_panels_avx512.cc on AVX512-VNNI CPUs, else
+// cpu_kernels_int8_panels_avx2.cc; CTest's XINFER_ISA=avx2 run takes the AVX2 one). Against the
+// plain int8 evaluation of the row-major weight; bitwise invariant to the rows of x per call, the
+// threads and the LinearMany grouping; rows in whole 16-row tiles and a short last one;
+// DequantizeRow reads the tiles.
 TEST_F(Int8ActivationsTest, PanelTiledWeightsMatchThePlainInt8EvaluationAndAreBatchInvariant) {
   if (!features_.avx2) GTEST_SKIP() << "the broadcast-x kernel needs AVX2";
   for (QuantType type : {QuantType::kAwq4, QuantType::kQ4_0}) {
@@ -221,13 +222,7 @@ TEST_F(Int8ActivationsTest, PanelTiledWeightsMatchThePlainInt8EvaluationAndAreBa
         x.data<float>()[5 * k + 7] = 1000.f;
         Tensor bias = RandomX(1, n);
         FastCpuOps ops(false, 2, /*int8_activations=*/true);
-        // AVX512-VNNI CPUs keep these row-major, on their own int8 kernel (Q4_0 with K a
-        // multiple of 128 only).
-        const bool avx512_takes = Avx512Int8() && (awq || k % 128 == 0);
-        ASSERT_EQ(ops.QuantLayoutFor(w), avx512_takes ? Layout::kRowMajor
-                                         : awq        ? Layout::kDwordTiles
-                                                      : Layout::kQ4_0Tiles)
-            << label;
+        ASSERT_EQ(ops.QuantLayoutFor(w), awq ? Layout::kDwordTiles : Layout::kQ4_0Tiles) << label;
         ASSERT_EQ(ops.QuantLayoutFor(tiled), Layout::kRowMajor) << label;  // placed already
         ASSERT_TRUE(ops.UsesInt8Activations(tiled)) << label;
         Tensor full = backend_->NewTensor(DType::kF32, {t, n});
@@ -261,6 +256,56 @@ TEST_F(Int8ActivationsTest, PanelTiledWeightsMatchThePlainInt8EvaluationAndAreBa
     FastCpuOps plain(false, 2);
     EXPECT_EQ(plain.QuantLayoutFor(MakeQuant(*backend_, type, 16, 128, 1, nullptr, 128)),
               Layout::kRowMajor);
+  }
+}
+
+// The AVX-512 broadcast-x kernel gives bitwise the AVX2 one's results on the same tiled weights
+// and x (its contract): every path — one row of x (one tile at a time), 2..4 rows on two tiles
+// or one, the weight's short last tile —, ranges that start past the first tile, AWQ g128 and
+// Q4_0, with and without a bias. A change of the block epilogue's order fails it.
+TEST_F(Int8ActivationsTest, Avx512PanelsAreBitwiseTheAvx2Panels) {
+  if (!features_.avx512 || !features_.avx512_vnni) GTEST_SKIP() << "needs AVX512-VNNI";
+  for (QuantType type : {QuantType::kAwq4, QuantType::kQ4_0}) {
+    const bool awq = type == QuantType::kAwq4;
+    for (int64_t k : {128, 896}) {
+      for (int64_t n : {16, 48, 77, 5}) {
+        QuantTensor w = PanelTiledCopy(
+            *backend_,
+            MakeQuant(*backend_, type, n, k, static_cast<uint32_t>(3 * n + k), nullptr, 128));
+        ASSERT_TRUE(cpu::avx512::Int8PanelsSupports(w, features_));
+        Tensor bias = RandomX(1, n);
+        for (int64_t t : {1, 2, 3, 4, 5, 9}) {
+          Tensor x = RandomX(t, k);
+          std::vector<int8_t> xq(t * k);
+          std::vector<float> aux(t * k / 16);
+          cpu::avx2::Int8PrepareX(
+              x.data<float>(), t, k, k, xq.data(), k, aux.data(), k / 16,
+              awq ? cpu::avx2::Int8XLayout::kAwqPanels : cpu::avx2::Int8XLayout::kQ4_0Panels);
+          for (bool with_bias : {true, false}) {
+            std::vector<float> want(t * n), got(t * n, -1.f);
+            cpu::QuantLinearTask task;
+            task.x = x.data<float>();
+            task.ldx = k;
+            task.xq = xq.data();
+            task.ldxq = k;
+            task.xaux = aux.data();
+            task.ldxaux = k / 16;
+            task.w = &w;
+            task.bias = with_bias ? bias.data<float>() : nullptr;
+            task.ldo = n;
+            task.out = want.data();
+            cpu::avx2::QuantLinearInt8Panels(task, 0, t, 0, n);
+            task.out = got.data();
+            const int64_t split = n > 16 ? 16 : n;  // two ranges where the weight has two tiles
+            cpu::avx512::QuantLinearInt8Panels(task, 0, t, 0, split);
+            if (split < n) cpu::avx512::QuantLinearInt8Panels(task, 0, t, split, n);
+            ASSERT_TRUE(BitwiseEqual(got.data(), want.data(), t * n))
+                << QuantTypeName(type) << " K=" << k << " N=" << n << " T=" << t << " bias "
+                << with_bias;
+          }
+        }
+      }
+    }
   }
 }
 

@@ -1,0 +1,294 @@
+// AWQ g128 and GGUF Q4_0 weights meeting int8 activations on AVX512-VNNI CPUs, broadcast-x form
+// over the AVX2 int8 panel kernel's 16-row tiles (cpu_kernels_int8_panels_avx2.cc: the layouts,
+// the x layout of avx2::Int8PrepareX, and the arithmetic — this kernel gives its bits): a tile's
+// 16 rows fill the 16 lanes of one register, x broadcast, and vpdpbusd adds the products of 4
+// codes and 4 x bytes into each lane's exact int32 block sum (the AVX2 kernel gets the same
+// integer from vpmaddubsw + vpmaddwd).
+//
+// Why, measured on a 2-core Zen 5 (docs/performance.md, session 14): the row-major int8 kernel
+// (cpu_kernels_int8_avx512.cc) reads 4 weight rows side by side, reloads x for every row and
+// pays its F32 epilogue per 128 weights and row: ~14 vector ops per 64 bytes of AWQ codes at
+// T = 1, and in the host's fast-bandwidth minutes the 4-bit layers streamed ~35 % slower per
+// byte than the F16 lm_head. Here a block of 32 weights of 16 rows costs 4 loads, 12 integer ops
+// and, per row of x, 8 vpdpbusd with 8 x broadcasts and one F32 epilogue for all 16 rows.
+//
+// Per output element and block b (as the AVX2 kernel): isum_b = the exact integer dot of the
+// codes with x, dot = float(isum_b) - offset x (the block's int8 sum) (exact: integers below
+// 2^17), acc = fma(dot, s x d_b, acc) with s the weight's scale for the block, d_b x's;
+// out = acc + bias (0 without one). Depends on K only (batch invariance).
+#if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "base/check.h"
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")
+
+namespace xinfer::cpu::avx512 {
+namespace {
+
+constexpr int64_t kGroup = 128;
+constexpr int64_t kTileRows = kDwordTileRows;  // 16 rows per tile: one register
+
+inline __m512i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Tile j of a weight: rows 16j.. (16, or fewer in the weight's last one).
+struct Tile {
+  const uint8_t* base;  // the tile's first byte (its first row in row-major order)
+  const float* s;       // AWQ: its scales and zero points of group 0 (group g at + g * lanes)
+  const float* z;
+  int64_t lanes;  // rows of the tile
+};
+
+inline Tile TileOf(const QuantTensor& w, int64_t j) {
+  const int64_t first = j * kTileRows;
+  Tile tile{static_cast<const uint8_t*>(w.data.raw()) + first * static_cast<int64_t>(w.row_bytes()),
+            nullptr, nullptr, std::min(kTileRows, w.rows - first)};
+  if (w.type == QuantType::kAwq4) {
+    const int64_t at = first * (w.cols / kGroup);
+    tile.s = w.scales.data<float>() + at;
+    tile.z = w.zeros.data<float>() + at;
+  }
+  return tile;
+}
+
+// Where block kb's codes (dword c of the tile's rows at units + c * 4 * lanes), scale and offset
+// lie, and x's byte offsets for the low and high nibbles of dword c (as the AVX2 kernel's).
+struct AwqPanels {
+  static constexpr int64_t kLowX(int c) { return 8 * c; }
+  static constexpr int64_t kHighX(int c) { return 8 * c + 4; }
+  struct At {
+    const uint8_t* units;
+    const float* scale;  // 16 F32 (the group's)
+    const float* zero;
+  };
+  static At Block(const Tile& tile, int64_t kb) {
+    const int64_t g = kb / 4;
+    return {tile.base + kb * 16 * tile.lanes, tile.s + g * tile.lanes, tile.z + g * tile.lanes};
+  }
+  static __m512 Scale(const At& at, __mmask16 m) { return _mm512_maskz_loadu_ps(m, at.scale); }
+  static __m512 Offset(const At& at, __mmask16 m) { return _mm512_maskz_loadu_ps(m, at.zero); }
+};
+
+struct Q4_0Panels {
+  static constexpr int64_t kLowX(int c) { return 4 * c; }
+  static constexpr int64_t kHighX(int c) { return 16 + 4 * c; }
+  struct At {
+    const uint8_t* units;
+    const uint8_t* scale;  // 16 F16
+  };
+  static At Block(const Tile& tile, int64_t kb) {
+    const uint8_t* block = tile.base + kb * 18 * tile.lanes;
+    return {block + 2 * tile.lanes, block};
+  }
+  static __m512 Scale(const At& at, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, at.scale));
+  }
+  static __m512 Offset(const At&, __mmask16) { return _mm512_set1_ps(8.f); }
+};
+
+// MR rows of x (r0..) times NT tiles (j0..) of format F; `mask` the lanes of the tiles' rows (all
+// 16 but in the weight's short last tile, which runs alone).
+template <class F, int MR, int NT>
+void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask) {
+  const QuantTensor& w = *t.w;
+  const int64_t blocks = w.cols / 32;
+  Tile tile[NT];
+#pragma GCC unroll 4
+  for (int j = 0; j < NT; ++j) tile[j] = TileOf(w, j0 + j);
+  const int64_t unit_bytes = 4 * tile[0].lanes;
+  const int8_t* xq[MR];
+  const float* aux[MR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    xq[i] = t.xq + (r0 + i) * t.ldxq;
+    aux[i] = t.xaux + (r0 + i) * t.ldxaux;
+  }
+  __m512 acc[MR][NT];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  // The tiles' rows are one contiguous range; sweep the next range of as many tiles a block's
+  // share at a time, one call ahead.
+  const int64_t row_bytes = static_cast<int64_t>(w.row_bytes());
+  const int64_t range_bytes = NT * kTileRows * row_bytes;
+  const uint8_t* prefetch_from = tile[0].base + range_bytes;
+  const int64_t prefetch_step = range_bytes / blocks;
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    for (int64_t o = 0; o < prefetch_step; o += 64)
+      __builtin_prefetch(prefetch_from + kb * prefetch_step + o, 0, 2);
+    typename F::At at[NT];
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) at[j] = F::Block(tile[j], kb);
+    __m512i isum[MR][NT];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NT; ++j) isum[i][j] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+      for (int j = 0; j < NT; ++j) {
+        const __m512i v = _mm512_maskz_loadu_epi32(mask, at[j].units + c * unit_bytes);
+        const __m512i lo = _mm512_and_si512(v, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const int8_t* xb = xq[i] + 32 * kb;
+          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], lo, Broadcast4(xb + F::kLowX(c)));
+          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], hi, Broadcast4(xb + F::kHighX(c)));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) {
+      const __m512 s = F::Scale(at[j], mask);
+      const __m512 offset = F::Offset(at[j], mask);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const float* a = aux[i] + 2 * kb;  // the block's d and int8 sum
+        const __m512 dot =
+            _mm512_fnmadd_ps(offset, _mm512_set1_ps(a[1]), _mm512_cvtepi32_ps(isum[i][j]));
+        acc[i][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(a[0])), acc[i][j]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NT; ++j) {
+    const int64_t n = (j0 + j) * kTileRows;
+    const __m512 bias =
+        t.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, t.bias + n);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+      _mm512_mask_storeu_ps(t.out + (r0 + i) * t.ldo + n, mask, _mm512_add_ps(acc[i][j], bias));
+  }
+}
+
+// One row of x (decode) on one whole tile at a time, so that a thread's tiles are one sequential
+// stream, prefetched `ahead` bytes on. (Four tiles side by side, as the AVX2 kernel's GEMV, are
+// four streams: the 151936 x 896 shape from DRAM read 26-35 GB/s that way, 34-60 so, 2-core Zen 5;
+// from L3 59-107 against 96-143.) The block's integer sum is split into four partial sums (one
+// per dword of the block's rows) added at the end — integers, so exactly the same sum — to keep
+// the vpdpbusd chain short.
+constexpr int64_t kGemvPrefetchBytes = 4096;
+template <class F>
+void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
+  const QuantTensor& w = *t.w;
+  const int64_t blocks = w.cols / 32;
+  const Tile tile = TileOf(w, j);
+  const int64_t unit_bytes = 4 * kTileRows;
+  const int8_t* xq = t.xq + r0 * t.ldxq;
+  const float* aux = t.xaux + r0 * t.ldxaux;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __mmask16 all = 0xFFFF;
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    const typename F::At at = F::Block(tile, kb);
+    for (int64_t o = 0; o < 4 * unit_bytes; o += 64) __builtin_prefetch(at.units + ahead + o, 0, 2);
+    const int8_t* xb = xq + 32 * kb;
+    __m512i part[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_loadu_si512(at.units + c * unit_bytes);
+      const __m512i lo = _mm512_and_si512(v, low4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      part[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, Broadcast4(xb + F::kLowX(c)));
+      part[c] = _mm512_dpbusd_epi32(part[c], hi, Broadcast4(xb + F::kHighX(c)));
+    }
+    const __m512i isum =
+        _mm512_add_epi32(_mm512_add_epi32(part[0], part[1]), _mm512_add_epi32(part[2], part[3]));
+    const float* a = aux + 2 * kb;
+    const __m512 dot =
+        _mm512_fnmadd_ps(F::Offset(at, all), _mm512_set1_ps(a[1]), _mm512_cvtepi32_ps(isum));
+    acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(F::Scale(at, all), _mm512_set1_ps(a[0])), acc);
+  }
+  const int64_t n = j * kTileRows;
+  const __m512 bias = t.bias == nullptr ? _mm512_setzero_ps() : _mm512_loadu_ps(t.bias + n);
+  _mm512_storeu_ps(t.out + r0 * t.ldo + n, _mm512_add_ps(acc, bias));
+}
+
+using PanelTileFn = void (*)(const QuantLinearTask&, int64_t, int64_t, __mmask16);
+// Up to 4 rows of x on two tiles (16 accumulators and block sums), or on one (the range's odd
+// last tile, and the weight's short last tile, masked).
+constexpr int kMr = 4;
+template <class F>
+struct Tiles {
+  static constexpr PanelTileFn kPairs[kMr] = {PanelTile<F, 1, 2>, PanelTile<F, 2, 2>,
+                                              PanelTile<F, 3, 2>, PanelTile<F, 4, 2>};
+  static constexpr PanelTileFn kSingles[kMr] = {PanelTile<F, 1, 1>, PanelTile<F, 2, 1>,
+                                                PanelTile<F, 3, 1>, PanelTile<F, 4, 1>};
+};
+
+template <class F>
+void PanelsLinear(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
+  const QuantTensor& w = *t.w;
+  XI_CHECK_MSG(n0 % kTileRows == 0 && (n1 % kTileRows == 0 || n1 == w.rows),
+               "a panel range must start and end at 16-row tiles");
+  // Tiles [j_begin, j_full) are whole; the weight's short last tile (fewer than 16 rows) goes
+  // masked.
+  const int64_t j_begin = n0 / kTileRows;
+  const int64_t j_full = std::min(n1, w.rows / kTileRows * kTileRows) / kTileRows;
+  // Blocks of tiles that stay in L2 while every row of x passes over them.
+  const int64_t block =
+      std::max<int64_t>(4, (256 << 10) / (kTileRows * static_cast<int64_t>(w.row_bytes())) / 4 * 4);
+  const __mmask16 all = 0xFFFF;
+  for (int64_t bs = j_begin; bs < j_full; bs += block) {
+    const int64_t be = std::min(j_full, bs + block);
+    if (t1 - t0 == 1) {
+      for (int64_t j = bs; j < be; ++j) GemvTile<F>(t, t0, j, kGemvPrefetchBytes);
+      continue;
+    }
+    for (int64_t r = t0; r < t1; r += kMr) {
+      const int64_t mr = std::min<int64_t>(kMr, t1 - r);
+      int64_t j = bs;
+      for (; j + 2 <= be; j += 2) Tiles<F>::kPairs[mr - 1](t, r, j, all);
+      if (j < be) Tiles<F>::kSingles[mr - 1](t, r, j, all);
+    }
+  }
+  if (n1 > j_full * kTileRows && j_full * kTileRows >= n0) {
+    const int64_t lanes = w.rows - j_full * kTileRows;
+    const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+    for (int64_t r = t0; r < t1; r += kMr)
+      Tiles<F>::kSingles[std::min<int64_t>(kMr, t1 - r) - 1](t, r, j_full, mask);
+  }
+}
+
+}  // namespace
+
+bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& f) {
+  return f.avx512 && f.avx512_vnni && avx2::Int8PanelsSupports(w, f);
+}
+
+void QuantLinearInt8Panels(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
+                           int64_t n1) {
+  const QuantTensor& w = *t.w;
+  XI_CHECK(w.data.layout() == avx2::Int8PanelsLayout(w.type));
+  if (w.type == QuantType::kAwq4) {
+    XI_CHECK(w.group_size == kGroup && w.scales.layout() == Layout::kDwordTiles &&
+             w.zeros.layout() == Layout::kDwordTiles);
+    return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
+  }
+  XI_CHECK(w.type == QuantType::kQ4_0);
+  PanelsLinear<Q4_0Panels>(t, t0, t1, n0, n1);
+}
+
+}  // namespace xinfer::cpu::avx512
+
+#pragma GCC pop_options
+
+#endif  // defined(__x86_64__)

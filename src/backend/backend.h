@@ -121,11 +121,11 @@ struct CpuBackendOptions {
   // Zen 4) instead of F32 ones, and so do AWQ g128 / Q4_0 weights on the vdpbf16ps 4-bit kernels
   // (which otherwise split x into BF16 hi + lo); `--dtype bfloat16`. F32/F16/Q8_0 are unaffected.
   bool bf16_activations = false;
-  // GGUF Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K and AWQ g128 weights meet activations quantized to int8 per
-  // block of 32 (vpdpbusd on AVX512-VNNI CPUs), as llama.cpp computes GGUF files and vLLM's CPU
-  // backend AWQ: ~2x fewer vector ops per weight than the BF16/F32-activation kernels, logits move
-  // by ~1e-2;
-  // `--int8-activations`. Other formats (and CPUs without AVX512-VNNI) are unaffected.
+  // GGUF Q4_0/Q5_0/Q4_1/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K and AWQ g128 weights meet activations quantized
+  // to int8 per block of 32 (vpdpbusd on AVX512-VNNI CPUs, vpmaddubsw on AVX2 ones, sdot on ARM64
+  // DotProd ones), as llama.cpp computes GGUF files and vLLM's CPU backend AWQ: ~2x fewer vector
+  // ops per weight than the BF16/F32-activation kernels, logits move by ~1e-2;
+  // `--int8-activations`. Other formats (and CPUs without those instructions) are unaffected.
   bool int8_activations = false;
   // Weights stay in the model file's mapped pages (page cache shared between processes, no copy
   // at startup) instead of being copied into huge-page memory; `--mmap-weights`. Decode streams

@@ -38,6 +38,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/int8_panels_layout.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -48,8 +49,7 @@
 namespace xinfer::cpu::avx2 {
 namespace {
 
-constexpr int64_t kGroup = 128;
-constexpr int64_t kPanelRows = kDwordTileRows;  // 16 rows per tile; a register holds half of it
+using int8_panels::kTileRows;
 
 inline __m256i Broadcast4(const int8_t* p) {
   int32_t v;
@@ -57,51 +57,30 @@ inline __m256i Broadcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Half-panel h: weight rows 8h..8h+7 of the tile (16 rows wide) they lie in.
+// Half-panel h: weight rows 8h..8h+7, half `part` of the 16-row tile they lie in.
 struct Half {
-  const uint8_t* tile;  // the tile's first byte (its first row in row-major order)
-  const float* s;       // AWQ: its scales and zero points of group 0 (group g at + g * lanes)
-  const float* z;
-  int64_t part;   // 0: the tile's first 8 rows, 1: the others
-  int64_t lanes;  // rows of the tile (16, or fewer in the weight's last one)
-  int rows;       // rows of this half (8, or fewer at the end)
+  int8_panels::Tile tile;
+  int64_t part;  // 0: the tile's first 8 rows, 1: the others
+  int rows;      // rows of this half (8, or fewer at the end)
 };
 
 inline Half HalfOf(const QuantTensor& w, int64_t h) {
-  const int64_t first = h / 2 * kPanelRows, part = h % 2;
-  const int64_t lanes = std::min(kPanelRows, w.rows - first);
-  Half half{static_cast<const uint8_t*>(w.data.raw()) + first * static_cast<int64_t>(w.row_bytes()),
-            nullptr,
-            nullptr,
-            part,
-            lanes,
-            static_cast<int>(std::min<int64_t>(8, lanes - part * 8))};
-  if (w.type == QuantType::kAwq4) {
-    const int64_t at = first * (w.cols / kGroup) + part * 8;
-    half.s = w.scales.data<float>() + at;
-    half.z = w.zeros.data<float>() + at;
-  }
-  return half;
+  const int8_panels::Tile tile = int8_panels::TileOf(w, h / 2);
+  const int64_t part = h % 2;
+  return {tile, part, static_cast<int>(std::min<int64_t>(8, tile.lanes - part * 8))};
 }
 
 inline __m256i RowMask(int rows) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// Where block kb's codes, scales and offset lie for one half-panel, and x's byte offsets for the
-// low and high nibbles of its dword c (0..3).
-struct AwqPanels {
-  static constexpr int64_t kLowX(int c) { return 8 * c; }
-  static constexpr int64_t kHighX(int c) { return 8 * c + 4; }
-  struct At {
-    const uint8_t* units;  // dword c of the block's rows at units + c * 4 * lanes
-    const float* scale;    // 8 F32 (the group's)
-    const float* zero;
-  };
+// Block kb's codes, scales and offset for one half-panel (int8_panels_layout.h, the half's 8
+// lanes of the tile's 16), and x's byte offsets for the nibbles of dword c.
+struct AwqPanels : int8_panels::AwqX {
+  using At = int8_panels::AwqBlock;
   static At Block(const QuantTensor&, const Half& half, int64_t kb) {
-    const int64_t g = kb / 4;
-    return {half.tile + kb * 16 * half.lanes + half.part * 32, half.s + g * half.lanes,
-            half.z + g * half.lanes};
+    At at = int8_panels::AwqBlockOf(half.tile, kb);
+    return {at.units + half.part * 32, at.scale + half.part * 8, at.zero + half.part * 8};
   }
   template <bool kFull>
   static __m256 Scale(const At& at, __m256i mask) {
@@ -113,16 +92,11 @@ struct AwqPanels {
   }
 };
 
-struct Q4_0Panels {
-  static constexpr int64_t kLowX(int c) { return 4 * c; }
-  static constexpr int64_t kHighX(int c) { return 16 + 4 * c; }
-  struct At {
-    const uint8_t* units;
-    const uint8_t* scale;  // 8 F16
-  };
+struct Q4_0Panels : int8_panels::Q4_0X {
+  using At = int8_panels::Q4_0Block;  // scale: 8 F16
   static At Block(const QuantTensor&, const Half& half, int64_t kb) {
-    const uint8_t* block = half.tile + kb * 18 * half.lanes;
-    return {block + 2 * half.lanes + half.part * 32, block + half.part * 16};
+    At at = int8_panels::Q4_0BlockOf(half.tile, kb);
+    return {at.units + half.part * 32, at.scale + half.part * 16};
   }
   template <bool kFull>
   static __m256 Scale(const At& at, __m256i mask) {
@@ -149,7 +123,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
   Half half[NH];
 #pragma GCC unroll 4
   for (int h = 0; h < NH; ++h) half[h] = HalfOf(w, h0 + h);
-  const int64_t unit_bytes = kFull ? 4 * kPanelRows : 4 * half[0].lanes;
+  const int64_t unit_bytes = kFull ? 4 * kTileRows : 4 * half[0].tile.lanes;
   const __m256i mask = RowMask(kFull ? 8 : half[0].rows);
   const int8_t* xq[MR];
   const float* aux[MR];
@@ -195,9 +169,8 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
         for (int i = 0; i < MR; ++i) {
           const int8_t* xb = xq[i] + 32 * kb;
           isum[i][h] = _mm256_add_epi16(
-              isum[i][h],
-              _mm256_add_epi16(_mm256_maddubs_epi16(lo, Broadcast4(xb + F::kLowX(c))),
-                               _mm256_maddubs_epi16(hi, Broadcast4(xb + F::kHighX(c)))));
+              isum[i][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, Broadcast4(xb + F::kLow(c))),
+                                           _mm256_maddubs_epi16(hi, Broadcast4(xb + F::kHigh(c)))));
           // Keeps GCC from reassociating the 16-bit sums into a tree of pending products,
           // which spilled most of them (the sums are exact in any order).
           __asm__("" : "+x"(isum[i][h]));
@@ -255,11 +228,11 @@ struct Tiles {
 template <class F>
 void PanelsLinear(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
   const QuantTensor& w = *t.w;
-  XI_CHECK_MSG(n0 % kPanelRows == 0 && (n1 % kPanelRows == 0 || n1 == w.rows),
+  XI_CHECK_MSG(n0 % kTileRows == 0 && (n1 % kTileRows == 0 || n1 == w.rows),
                "a panel range must start and end at 16-row tiles");
   // Half-panels [h_begin, h_full) lie in whole 16-row tiles; those of the weight's short last
   // tile (fewer than 16 rows) go masked, one at a time.
-  const int64_t h_begin = n0 / 8, h_full = std::min(n1, w.rows / kPanelRows * kPanelRows) / 8;
+  const int64_t h_begin = n0 / 8, h_full = std::min(n1, w.rows / kTileRows * kTileRows) / 8;
   // Blocks of weight rows that stay in L2 while every row of x passes over them.
   const int64_t block =
       std::max<int64_t>(4, (256 << 10) / (8 * static_cast<int64_t>(w.row_bytes())) / 4 * 4);
@@ -284,24 +257,17 @@ void PanelsLinear(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, 
 
 bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& f) {
   if (!f.avx2) return false;
-  if (w.type == QuantType::kAwq4) return w.group_size == kGroup && w.cols % kGroup == 0;
+  if (w.type == QuantType::kAwq4)
+    return w.group_size == int8_panels::kGroup && w.cols % int8_panels::kGroup == 0;
   return w.type == QuantType::kQ4_0 && w.cols % 32 == 0;
 }
 
-Layout Int8PanelsLayout(QuantType type) {
-  return type == QuantType::kAwq4 ? Layout::kDwordTiles : Layout::kQ4_0Tiles;
-}
+Layout Int8PanelsLayout(QuantType type) { return int8_panels::LayoutOf(type); }
 
 void QuantLinearInt8Panels(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1) {
-  const QuantTensor& w = *t.w;
-  XI_CHECK(w.data.layout() == Int8PanelsLayout(w.type));
-  if (w.type == QuantType::kAwq4) {
-    XI_CHECK(w.group_size == kGroup && w.scales.layout() == Layout::kDwordTiles &&
-             w.zeros.layout() == Layout::kDwordTiles);
-    return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
-  }
-  XI_CHECK(w.type == QuantType::kQ4_0);
+  int8_panels::CheckPlaced(*t.w);
+  if (t.w->type == QuantType::kAwq4) return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
   PanelsLinear<Q4_0Panels>(t, t0, t1, n0, n1);
 }
 

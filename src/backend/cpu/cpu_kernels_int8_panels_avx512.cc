@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/int8_panels_layout.h"
 #include "base/check.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -36,8 +37,9 @@
 namespace xinfer::cpu::avx512 {
 namespace {
 
-constexpr int64_t kGroup = 128;
-constexpr int64_t kTileRows = kDwordTileRows;  // 16 rows per tile: one register
+using int8_panels::kTileRows;
+using int8_panels::Tile;
+using int8_panels::TileOf;
 
 inline __m512i Broadcast4(const int8_t* p) {
   int32_t v;
@@ -45,55 +47,18 @@ inline __m512i Broadcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// Tile j of a weight: rows 16j.. (16, or fewer in the weight's last one).
-struct Tile {
-  const uint8_t* base;  // the tile's first byte (its first row in row-major order)
-  const float* s;       // AWQ: its scales and zero points of group 0 (group g at + g * lanes)
-  const float* z;
-  int64_t lanes;  // rows of the tile
-};
-
-inline Tile TileOf(const QuantTensor& w, int64_t j) {
-  const int64_t first = j * kTileRows;
-  Tile tile{static_cast<const uint8_t*>(w.data.raw()) + first * static_cast<int64_t>(w.row_bytes()),
-            nullptr, nullptr, std::min(kTileRows, w.rows - first)};
-  if (w.type == QuantType::kAwq4) {
-    const int64_t at = first * (w.cols / kGroup);
-    tile.s = w.scales.data<float>() + at;
-    tile.z = w.zeros.data<float>() + at;
-  }
-  return tile;
-}
-
-// Where block kb's codes (dword c of the tile's rows at units + c * 4 * lanes), scale and offset
-// lie, and x's byte offsets for the low and high nibbles of dword c (as the AVX2 kernel's).
-struct AwqPanels {
-  static constexpr int64_t kLowX(int c) { return 8 * c; }
-  static constexpr int64_t kHighX(int c) { return 8 * c + 4; }
-  struct At {
-    const uint8_t* units;
-    const float* scale;  // 16 F32 (the group's)
-    const float* zero;
-  };
-  static At Block(const Tile& tile, int64_t kb) {
-    const int64_t g = kb / 4;
-    return {tile.base + kb * 16 * tile.lanes, tile.s + g * tile.lanes, tile.z + g * tile.lanes};
-  }
+// Block kb's codes, scale and offset (int8_panels_layout.h: a tile's 16 rows fill the 16 lanes),
+// and x's byte offsets for the nibbles of dword c.
+struct AwqPanels : int8_panels::AwqX {
+  using At = int8_panels::AwqBlock;
+  static At Block(const Tile& tile, int64_t kb) { return int8_panels::AwqBlockOf(tile, kb); }
   static __m512 Scale(const At& at, __mmask16 m) { return _mm512_maskz_loadu_ps(m, at.scale); }
   static __m512 Offset(const At& at, __mmask16 m) { return _mm512_maskz_loadu_ps(m, at.zero); }
 };
 
-struct Q4_0Panels {
-  static constexpr int64_t kLowX(int c) { return 4 * c; }
-  static constexpr int64_t kHighX(int c) { return 16 + 4 * c; }
-  struct At {
-    const uint8_t* units;
-    const uint8_t* scale;  // 16 F16
-  };
-  static At Block(const Tile& tile, int64_t kb) {
-    const uint8_t* block = tile.base + kb * 18 * tile.lanes;
-    return {block + 2 * tile.lanes, block};
-  }
+struct Q4_0Panels : int8_panels::Q4_0X {
+  using At = int8_panels::Q4_0Block;  // scale: 16 F16
+  static At Block(const Tile& tile, int64_t kb) { return int8_panels::Q4_0BlockOf(tile, kb); }
   static __m512 Scale(const At& at, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, at.scale));
   }
@@ -150,8 +115,8 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask)
 #pragma GCC unroll 4
         for (int i = 0; i < MR; ++i) {
           const int8_t* xb = xq[i] + 32 * kb;
-          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], lo, Broadcast4(xb + F::kLowX(c)));
-          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], hi, Broadcast4(xb + F::kHighX(c)));
+          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], lo, Broadcast4(xb + F::kLow(c)));
+          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], hi, Broadcast4(xb + F::kHigh(c)));
         }
       }
     }
@@ -207,8 +172,8 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
       const __m512i v = _mm512_loadu_si512(at.units + c * unit_bytes);
       const __m512i lo = _mm512_and_si512(v, low4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-      part[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, Broadcast4(xb + F::kLowX(c)));
-      part[c] = _mm512_dpbusd_epi32(part[c], hi, Broadcast4(xb + F::kHighX(c)));
+      part[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, Broadcast4(xb + F::kLow(c)));
+      part[c] = _mm512_dpbusd_epi32(part[c], hi, Broadcast4(xb + F::kHigh(c)));
     }
     const __m512i isum =
         _mm512_add_epi32(_mm512_add_epi32(part[0], part[1]), _mm512_add_epi32(part[2], part[3]));
@@ -276,14 +241,8 @@ bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& f) {
 
 void QuantLinearInt8Panels(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1) {
-  const QuantTensor& w = *t.w;
-  XI_CHECK(w.data.layout() == avx2::Int8PanelsLayout(w.type));
-  if (w.type == QuantType::kAwq4) {
-    XI_CHECK(w.group_size == kGroup && w.scales.layout() == Layout::kDwordTiles &&
-             w.zeros.layout() == Layout::kDwordTiles);
-    return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
-  }
-  XI_CHECK(w.type == QuantType::kQ4_0);
+  int8_panels::CheckPlaced(*t.w);
+  if (t.w->type == QuantType::kAwq4) return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
   PanelsLinear<Q4_0Panels>(t, t0, t1, n0, n1);
 }
 

@@ -1,0 +1,87 @@
+// Where the int8 broadcast-x kernels (cpu_kernels_int8_panels_avx2.cc, _avx512.cc) find the
+// pieces of a weight that CpuBackend placed for them (tensor.h): AWQ g128's codes, scales and
+// zero points in kDwordTiles, GGUF Q4_0's blocks in kQ4_0Tiles, 16-row tiles either way. Both
+// kernels read the same bytes (they give the same bits); this is the one description of where.
+// ISA-neutral, no vector code.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "base/check.h"
+#include "tensor/quant.h"
+#include "tensor/tensor.h"
+
+namespace xinfer::cpu::int8_panels {
+
+constexpr int64_t kGroup = 128;                // the AWQ group size the panels take
+constexpr int64_t kTileRows = kDwordTileRows;  // rows per tile
+
+inline Layout LayoutOf(QuantType type) {
+  return type == QuantType::kAwq4 ? Layout::kDwordTiles : Layout::kQ4_0Tiles;
+}
+
+// Checks that `w` lies in these layouts (an invariant: only QuantLayoutFor places weights so).
+inline void CheckPlaced(const QuantTensor& w) {
+  XI_CHECK(w.data.layout() == LayoutOf(w.type));
+  if (w.type == QuantType::kAwq4) {
+    XI_CHECK(w.group_size == kGroup && w.scales.layout() == Layout::kDwordTiles &&
+             w.zeros.layout() == Layout::kDwordTiles);
+  } else {
+    XI_CHECK(w.type == QuantType::kQ4_0);
+  }
+}
+
+// Tile j of w: rows 16j.. (16, or fewer in the weight's last one: `lanes`).
+struct Tile {
+  const uint8_t* base;  // the tile's first byte (its first row in row-major order)
+  const float* s;       // AWQ: the tile's scales and zero points of group 0 (group g: + g * lanes)
+  const float* z;
+  int64_t lanes;
+};
+
+inline Tile TileOf(const QuantTensor& w, int64_t j) {
+  const int64_t first = j * kTileRows;
+  Tile tile{static_cast<const uint8_t*>(w.data.raw()) + first * static_cast<int64_t>(w.row_bytes()),
+            nullptr, nullptr, std::min(kTileRows, w.rows - first)};
+  if (w.type == QuantType::kAwq4) {
+    const int64_t at = first * (w.cols / kGroup);
+    tile.s = w.scales.data<float>() + at;
+    tile.z = w.zeros.data<float>() + at;
+  }
+  return tile;
+}
+
+// Block kb (32 weights) of a tile: dword c (0..3) of each of its rows at units + (c x lanes + row)
+// x 4 bytes. AWQ: the block's group's scales and zero points, one F32 per row side by side. Q4_0:
+// the block's F16 scales, one per row side by side (the block's first 2 x lanes bytes).
+struct AwqBlock {
+  const uint8_t* units;
+  const float* scale;
+  const float* zero;
+};
+inline AwqBlock AwqBlockOf(const Tile& tile, int64_t kb) {
+  const int64_t g = kb / 4;
+  return {tile.base + kb * 16 * tile.lanes, tile.s + g * tile.lanes, tile.z + g * tile.lanes};
+}
+struct Q4_0Block {
+  const uint8_t* units;
+  const uint8_t* scale;
+};
+inline Q4_0Block Q4_0BlockOf(const Tile& tile, int64_t kb) {
+  const uint8_t* block = tile.base + kb * 18 * tile.lanes;
+  return {block + 2 * tile.lanes, block};
+}
+
+// x bytes (avx2::Int8PrepareX's kAwqPanels / kQ4_0Panels layouts) that the low and high nibbles
+// of dword c meet within a block of 32.
+struct AwqX {
+  static constexpr int64_t kLow(int c) { return 8 * c; }
+  static constexpr int64_t kHigh(int c) { return 8 * c + 4; }
+};
+struct Q4_0X {
+  static constexpr int64_t kLow(int c) { return 4 * c; }
+  static constexpr int64_t kHigh(int c) { return 16 + 4 * c; }
+};
+
+}  // namespace xinfer::cpu::int8_panels

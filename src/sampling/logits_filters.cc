@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "sampling/vocab_scan.h"
+
 namespace xinfer {
 namespace {
 
@@ -76,6 +78,39 @@ void CollectCandidates(std::span<const float> logits, std::vector<Candidate>& ou
       out.push_back({static_cast<int32_t>(i), x, 0.0});
     }
   }
+}
+
+void CollectTopK(std::span<const float> logits, int32_t k, std::vector<Candidate>& out) {
+  const size_t keep = k > 0 ? static_cast<size_t>(k) : 0;
+  if (keep == 0 || keep >= logits.size()) {
+    CollectCandidates(logits, out);
+    return;
+  }
+  out.clear();
+  // A logit <= the keep-th best kept so far can never make the top k: those kept are as high or
+  // higher, and an equal one has a lower id. So only logits above that bar are appended (a vector
+  // scan skips the rest), and the list is cut back to the top k whenever it doubles.
+  const size_t cap = std::max<size_t>(2 * keep, 64);
+  float bar = -std::numeric_limits<float>::infinity();
+  for (size_t i = scan::FirstAbove(logits, 0, bar); i < logits.size();
+       i = scan::FirstAbove(logits, i + 1, bar)) {
+    const float x = logits[i];
+    if (std::isinf(x)) {  // +inf: CollectCandidates' limit-of-softmax rule decides
+      CollectCandidates(logits, out);
+      ApplyTopK(out, k);
+      std::sort(out.begin(), out.end(), HigherLogit);
+      return;
+    }
+    out.push_back({static_cast<int32_t>(i), x, 0.0});
+    if (out.size() == cap) {
+      std::nth_element(out.begin(), out.begin() + static_cast<ptrdiff_t>(keep - 1), out.end(),
+                       HigherLogit);
+      out.resize(keep);
+      bar = out[keep - 1].logit;  // the lowest of the top k (nth_element put it there)
+    }
+  }
+  ApplyTopK(out, k);
+  std::sort(out.begin(), out.end(), HigherLogit);
 }
 
 void ApplyTopK(std::vector<Candidate>& c, int32_t k) {

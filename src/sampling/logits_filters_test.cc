@@ -50,6 +50,49 @@ TEST(LogitsFiltersTest, CollectKeepsOnlyPositiveInfinity) {
   for (const auto& x : c) EXPECT_EQ(x.logit, 0.0f);
 }
 
+// CollectTopK against CollectCandidates + ApplyTopK: the same candidates (ids and logits), sorted
+// by logit with ties to the lower id, over vocabularies with many ties, -inf, NaN and +inf, k
+// from 1 to past the vocabulary, and sizes that are not multiples of the vector width.
+TEST(LogitsFiltersTest, CollectTopKIsCollectThenTopKSorted) {
+  std::mt19937 rng(7);
+  const float kNaN = std::numeric_limits<float>::quiet_NaN();
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t n = std::uniform_int_distribution<size_t>(1, 3000)(rng);
+    // Few distinct values so that ties cross the list's cut-backs; some trials with wide values.
+    const int distinct = trial % 3 == 0 ? 1 << 20 : 1 + trial % 40;
+    std::vector<float> logits(n);
+    for (float& x : logits) {
+      const int r = std::uniform_int_distribution<int>(0, 99)(rng);
+      x = r < 5 ? -kInf
+          : r < 7
+              ? kNaN
+              : static_cast<float>(std::uniform_int_distribution<int>(0, distinct)(rng)) * 0.25f;
+    }
+    if (trial % 50 == 7) logits[n / 2] = kInf;
+    if (trial % 50 == 8) logits[n - 1] = kInf;
+    // Increasing logits: every one beats the bar, so the list is cut back many times.
+    if (trial % 25 == 3)
+      for (size_t i = 0; i < n; ++i) logits[i] = static_cast<float>(i);
+    for (int32_t k : {1, 2, 5, 20, 63, 64, 65, 200, static_cast<int>(n) - 1, static_cast<int>(n),
+                      static_cast<int>(n) + 3, 0, -1}) {
+      std::vector<Candidate> want, got;
+      CollectCandidates(logits, want);
+      ApplyTopK(want, k);
+      if (k > 0 && static_cast<size_t>(k) < n) {
+        std::sort(want.begin(), want.end(), [](const Candidate& a, const Candidate& b) {
+          return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+        });
+      }
+      CollectTopK(logits, k, got);
+      ASSERT_EQ(got.size(), want.size()) << "trial " << trial << " n " << n << " k " << k;
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i].id, want[i].id) << "trial " << trial << " k " << k << " at " << i;
+        ASSERT_EQ(got[i].logit, want[i].logit);
+      }
+    }
+  }
+}
+
 TEST(LogitsFiltersTest, TopKKeepsExactlyKWithTiesToLowerId) {
   auto c = FromLogits({1.0f, 5.0f, 3.0f, 5.0f, 4.0f});
   ApplyTopK(c, 2);

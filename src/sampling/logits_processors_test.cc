@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "sampling/counter_rng.h"
@@ -65,6 +66,63 @@ TEST(LogitsProcessorsTest, ArgmaxTiesToLowestIdAndIgnoresNaN) {
   EXPECT_EQ(Argmax(std::vector<float>{-kInf, kInf, kInf}), 1);
   EXPECT_EQ(Argmax(std::vector<float>{-kInf, -kInf}), -1);
   EXPECT_EQ(Argmax(std::vector<float>{kNaN}), -1);
+}
+
+// Argmax's block scan against the one-pass definition (strict >, so the lowest id among equal
+// maxima; NaN and -inf never chosen), over sizes around the vector width and the block size,
+// with maxima at the edges of blocks, in the tail, tied across blocks, and signed zeros.
+TEST(LogitsProcessorsTest, ArgmaxMatchesTheOnePassDefinitionOnLargeVocabularies) {
+  auto reference = [](const std::vector<float>& l) {
+    int32_t best = -1;
+    float value = -kInf;
+    for (size_t i = 0; i < l.size(); ++i)
+      if (l[i] > value) value = l[best = static_cast<int32_t>(i)];
+    return best;
+  };
+  std::mt19937 rng(3);
+  for (size_t n : {1u, 15u, 16u, 17u, 1023u, 1024u, 1025u, 2048u, 5000u, 151936u}) {
+    for (int trial = 0; trial < 30; ++trial) {
+      std::vector<float> l(n);
+      for (float& x : l) x = static_cast<float>(std::uniform_int_distribution<int>(-50, 0)(rng));
+      const size_t a = std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+      const size_t b = std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+      switch (trial % 6) {
+        case 0:
+          l[a] = l[b] = 7.0f;
+          break;  // a tie anywhere
+        case 1:
+          l[n - 1] = 7.0f;
+          break;  // the maximum in the tail
+        case 2:
+          l[a] = kNaN;
+          l[b] = kNaN;
+          break;  // NaN is never the maximum
+        case 3:
+          for (float& x : l) x = trial % 12 == 3 ? -kInf : kNaN;
+          break;  // nothing valid
+        case 4:
+          for (float& x : l) x = -50.0f;
+          l[a] = 0.0f;
+          l[b] = -0.0f;
+          break;  // ±0 tie
+        default:
+          l[a] = kInf;
+          break;
+      }
+      ASSERT_EQ(Argmax(l), reference(l)) << "n " << n << " trial " << trial;
+    }
+  }
+}
+
+TEST(LogitsProcessorsTest, SanitizeFindsNaNAnywhereInALargeVocabulary) {
+  for (size_t n : {5u, 16u, 151936u}) {
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      std::vector<float> l(n, 1.5f);
+      l[at] = kNaN;
+      SanitizeLogits(l);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(l[i], i == at ? -kInf : 1.5f) << n << " " << i;
+    }
+  }
 }
 
 TEST(TokenCounterTest, CountsIncrementallyAndRecountsIfShorter) {

@@ -116,8 +116,7 @@ StatusOr<SampleResult> Sampler::Sample(std::span<float> logits, std::span<const 
     result.token = Argmax(logits);
   } else {
     std::vector<Candidate>& cands = scratch.candidates;
-    CollectCandidates(logits, cands);
-    ApplyTopK(cands, params_.top_k);
+    CollectTopK(logits, params_.top_k, cands);
     ComputeWeights(cands, params_.temperature);
     ApplyTopP(cands, params_.top_p);
     ApplyMinP(cands, params_.min_p);

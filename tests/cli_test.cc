@@ -399,6 +399,24 @@ TEST(CliTest, BenchOfflineJsonPairsEachRunWithItsBandwidth) {
   EXPECT_DOUBLE_EQ(j["decode_roofline_fraction_paired"].get<double>(), fractions[1]);
 }
 
+// `bench offline` with random sampling: the parameters are echoed, every requested token is
+// generated, and a parameter the sampler would refuse is a clear error, not a run.
+TEST(CliTest, BenchOfflineSamplesWhenAskedAndRefusesBadSamplingParams) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  const std::string m = "bench offline --model " + Model("tinystories-656k") +
+                        " --input-len 8 --output-len 6 --batch 2 --runs 1 --threads 1";
+  RunResult r = RunXinfer(m + " --temperature 1 --top-p 0.9 --top-k 20 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["temperature"].get<double>(), 1.0);
+  EXPECT_NEAR(j["top_p"].get<double>(), 0.9, 1e-6);
+  EXPECT_EQ(j["top_k"], 20);
+  EXPECT_GT(j.value("decode_tok_s", 0.0), 0.0);
+  RunResult bad = RunXinfer(m + " --temperature 1 --top-p 1.5");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("top_p"), std::string::npos) << bad.err;
+}
+
 TEST(CliTest, ErrorsExitNonZeroWithMessage) {
   RunResult missing = RunXinfer("generate --model /nonexistent/model --prompt hi");
   EXPECT_EQ(missing.exit_code, 1);

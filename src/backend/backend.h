@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -107,6 +108,15 @@ class Backend {
     const QuantTensor* quant_of = nullptr;
   };
   virtual std::vector<Tensor> PlaceWeights(std::span<const WeightToPlace> weights) = 0;
+
+  // Runs fn(i) for every i in [0, n), possibly concurrently, on the host threads this backend
+  // computes with (the CPU backend: its ops' thread pool, the caller included), for host-side
+  // work between model steps such as sampling each sequence's next token. Returns when all have
+  // run. Call it from the thread that runs the ops, never from inside fn or while an op runs.
+  // Default (a device backend): one after another on the caller.
+  virtual void ParallelForHost(int64_t n, const std::function<void(int64_t)>& fn) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+  }
 
   // Convenience: a new zeroed tensor on this device.
   Tensor NewTensor(DType dtype, Shape shape) {

@@ -1,5 +1,7 @@
 // `xinfer bench offline --model DIR --input-len I --output-len O --batch B [--json]`: runs B
-// random prompts of I tokens through the engine, O greedy tokens each (EOS ignored), and reports
+// random prompts of I tokens through the engine, O tokens each (EOS ignored; greedy unless
+// --temperature/--top-p/--top-k ask for random sampling, as vLLM's throughput benchmark does at
+// temperature 1, so that the sampler's per-step cost is part of the figure), and reports
 // prefill tok/s, decode tok/s (aggregate and per sequence), medians over --runs, with the same
 // figures as fractions of the rooflines measured in this process (cpu_limits.h); decode also
 // against the bandwidth probed beside each run (`decode_roofline_fraction_paired`).
@@ -36,7 +38,20 @@ struct OfflineBenchOptions {
   bool mmap_weights = false;
   std::optional<bool> int8_activations;  // unset: the engine's default
   bool json = false;
+  float temperature = 0;  // 0: greedy
+  float top_p = 1;
+  int top_k = 0;
 };
+
+SamplingParams BenchSamplingParams(const OfflineBenchOptions& o) {
+  SamplingParams p;
+  p.temperature = o.temperature;
+  p.top_p = o.top_p;
+  p.top_k = o.top_k;
+  p.max_tokens = o.output_len;
+  p.ignore_eos = true;
+  return p;
+}
 
 struct RunResult {
   double prefill_tok_s = 0, decode_tok_s = 0;
@@ -56,14 +71,12 @@ StatusOr<RunResult> RunOnce(LLMEngine& engine, const OfflineBenchOptions& o, int
   std::mt19937 rng(1234 + run);
   const int vocab = engine.model_config().vocab_size;
   std::uniform_int_distribution<int32_t> id(100, std::max(101, std::min(vocab, 100000) - 1));
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = o.output_len;
-  p.ignore_eos = true;
+  SamplingParams p = BenchSamplingParams(o);
   for (int b = 0; b < o.batch; ++b) {
     EngineRequest r;
     for (int i = 0; i < o.input_len; ++i) r.prompt_ids.push_back(id(rng));
     r.params = p;
+    r.params.seed = 1000 * (run + 2) + b;  // the same draws in every invocation
     XI_RETURN_IF_ERROR(engine.AddRequest(fmt::format("r{}-{}", run, b), std::move(r)));
   }
   const Clock::time_point t0 = Clock::now();
@@ -108,6 +121,9 @@ int Run(const OfflineBenchOptions& o) {
   cfg.num_gpu_blocks_override = o.batch * ((cfg.max_model_len + 15) / 16) + 16;
   auto engine = LLMEngine::Create(cfg);
   if (!engine.ok()) return ReportError(engine.status());
+  if (Status valid = BenchSamplingParams(o).Validate((*engine)->model_config().vocab_size);
+      !valid.ok())
+    return ReportError(valid);
   // Warm-up: faults the mapped weights in and grows the activation arena and kernel scratch to
   // their final sizes, so the timed runs see neither.
   {
@@ -161,6 +177,9 @@ int Run(const OfflineBenchOptions& o) {
         {"dtype", o.dtype},
         {"mmap_weights", o.mmap_weights},
         {"int8_activations", int8},
+        {"temperature", o.temperature},
+        {"top_p", o.top_p},
+        {"top_k", o.top_k},
         {"peak", prefill_roof.peak_name},
         {"read_gb_s", limits.read_gb_s},
         {"peak_f32_gflop_s", limits.f32_gflop_s},
@@ -182,6 +201,8 @@ int Run(const OfflineBenchOptions& o) {
              cost->dtype, cost->weight_bytes / 1e6, cost->decode_read_bytes / 1e6);
   fmt::print("batch {} x (input {} + output {}), {} threads, kernels {}, median of {} runs\n",
              o.batch, o.input_len, o.output_len, limits.threads, cpu::KernelIsaName(), o.runs);
+  if (o.temperature > 0)
+    fmt::print("sampling: temperature {}, top_p {}, top_k {}\n", o.temperature, o.top_p, o.top_k);
   fmt::print(
       "measured: read {:.1f} GB/s, F32 FMA {:.0f} GFLOP/s, BF16 dot {:.0f} GFLOP/s, INT8 dot "
       "{:.0f} "
@@ -221,6 +242,12 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
       "As serve's --int8-activations (default: on for GGUF files, off for AWQ)");
   cmd->add_flag("--mmap-weights", opts->mmap_weights,
                 "As serve's --mmap-weights: weights read from the mapped file (4 KiB pages)");
+  cmd->add_option("--temperature", opts->temperature,
+                  "Sampling temperature (0: greedy; vLLM's throughput benchmark samples at 1)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", opts->top_p, "Nucleus sampling mass (1: off)")->capture_default_str();
+  cmd->add_option("--top-k", opts->top_k, "Keep the k most likely tokens (0: off)")
+      ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");
   cmd->callback([opts, exit_code] { *exit_code = Run(*opts); });
 }

@@ -74,6 +74,9 @@ class CpuBackend : public Backend {
   }
   Ops& ops() override { return ops_; }
   std::vector<Tensor> PlaceWeights(std::span<const WeightToPlace> weights) override;
+  void ParallelForHost(int64_t n, const std::function<void(int64_t)>& fn) override {
+    ops_.pool().Run(n, [&fn](int64_t i, int) { fn(i); });
+  }
 
  private:
   FastCpuOps ops_;

@@ -33,8 +33,9 @@ void CollectTopK(std::span<const float> logits, int32_t k, std::vector<Candidate
 // Keeps exactly the k highest logits (ties → lower id). k <= 0 or k >= size: no-op. O(n).
 void ApplyTopK(std::vector<Candidate>& c, int32_t k);
 
-// weight = exp((logit - max_logit) / temperature), temperature > 0. The max subtraction keeps
-// the largest weight at exactly 1, so no overflow for any temperature.
+// weight = exp((logit - max_logit) / temperature), temperature > 0, computed in float (about
+// 1 ulp; 0 or subnormal where the exponent is below about -87). The max subtraction keeps the
+// largest weight at exactly 1, so no overflow for any temperature.
 void ComputeWeights(std::vector<Candidate>& c, float temperature);
 
 // Keeps the smallest highest-weight prefix whose cumulative probability reaches top_p (always at

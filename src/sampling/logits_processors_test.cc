@@ -190,6 +190,37 @@ TEST(LogSoftmaxTest, TopLogprobsSortedDescendingWithTiesByLowerId) {
   EXPECT_EQ(TopLogprobs(l, 20, ls).size(), l.size());  // n > vocab: everything
 }
 
+// A vocabulary-sized input (the block path: float terms, double sums) against a double-precision
+// reference, with masked tokens; and TopLogprobs' skipping scan against a full sort, with ties.
+TEST(LogSoftmaxTest, LargeVocabularyMatchesDoubleReferenceAndTopLogprobsASort) {
+  std::mt19937 rng(11);
+  for (size_t n : {255u, 257u, 151936u}) {
+    std::vector<float> l(n);
+    std::normal_distribution<float> logit(0.0f, 4.0f);
+    for (float& x : l) x = std::round(logit(rng) * 4.0f) / 4.0f;  // many ties
+    for (size_t i = 0; i < n; i += 7) l[i] = -kInf;
+    l[n - 1] = 30.0f;  // the maximum in the tail
+    double max = -kInf, sum = 0.0;
+    for (float x : l) max = std::max(max, static_cast<double>(x));
+    for (float x : l) sum += std::exp(static_cast<double>(x) - max);
+    const double z = max + std::log(sum);
+    const LogSoftmax ls(l);
+    for (size_t i : {size_t{1}, n / 2 + 1, n - 1})
+      EXPECT_NEAR(ls.LogProb(l[i]), l[i] - z, 1e-5) << n << " " << i;
+    EXPECT_EQ(ls.LogProb(-kInf), -kInf);
+
+    const auto top = TopLogprobs(l, 20, ls);
+    std::vector<int32_t> ids(n);
+    for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(i);
+    std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+    ASSERT_EQ(top.size(), 20u);
+    for (size_t r = 0; r < top.size(); ++r) {
+      EXPECT_EQ(top[r].id, ids[r]) << n << " rank " << r;
+      EXPECT_EQ(top[r].logprob, ls.LogProb(l[ids[r]]));
+    }
+  }
+}
+
 TEST(CounterRngTest, PureFunctionOfSeedAndStepInUnitInterval) {
   EXPECT_EQ(UniformForStep(7, 3), UniformForStep(7, 3));
   EXPECT_NE(UniformForStep(7, 3), UniformForStep(7, 4));

@@ -4,18 +4,37 @@
 #include <cmath>
 #include <limits>
 
+#include "sampling/vocab_math.h"
+#include "sampling/vocab_scan.h"
+
 namespace xinfer {
 
 LogSoftmax::LogSoftmax(std::span<const float> logits) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  max_ = -kInf;
-  for (float x : logits) {
-    if (x == std::numeric_limits<float>::infinity()) ++num_pos_inf_;
-    max_ = std::max(max_, static_cast<double>(x));
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float max = scan::Max(logits);  // NaN ignored
+  max_ = max;
+  if (max == kInf) {
+    for (float x : logits) num_pos_inf_ += x == kInf ? 1 : 0;
+    return;  // LogProb handles it without the sum
   }
-  if (num_pos_inf_ > 0 || max_ == -kInf) return;  // LogProb handles both without the sum
+  if (max == -kInf) return;
+  // The terms in float through Highway's vector exp (the full-vocabulary pass took ~550 us per
+  // step in glibc's scalar double exp), summed in double. -inf and NaN logits contribute 0 (well,
+  // below 1e-38: clamped far under the max term, which is exactly 1).
+  constexpr size_t kBlock = 256;
+  float term[kBlock];
+  double partial[8] = {};  // independent chains: one would wait on each add's latency
+  for (size_t b = 0; b < logits.size(); b += kBlock) {
+    const size_t n = std::min(kBlock, logits.size() - b);
+    for (size_t i = 0; i < n; ++i) {
+      const float x = logits[b + i];
+      term[i] = x > -kInf ? x - max : -1000.0f;
+    }
+    vocab::ExpOfNonPositive(term, static_cast<int64_t>(n), term);
+    for (size_t i = 0; i < n; ++i) partial[i % 8] += term[i];
+  }
   double sum = 0.0;
-  for (float x : logits) sum += std::exp(static_cast<double>(x) - max_);  // exp(-inf) = 0
+  for (double p : partial) sum += p;
   log_sum_ = std::log(sum);  // sum >= 1: the max term contributes exp(0)
 }
 
@@ -41,7 +60,10 @@ std::vector<TokenLogprob> TopLogprobs(std::span<const float> logits, int32_t n,
   };
   std::vector<TokenLogprob> best;  // holds raw logits until the end
   best.reserve(k + 1);
-  for (size_t i = 0; i < logits.size(); ++i) {
+  // Once the buffer is full, only a logit above its last one can enter (an equal one has a
+  // higher id): a vector scan skips to the next such logit.
+  for (size_t i = 0; i < logits.size();
+       i = best.size() == k ? scan::FirstAbove(logits, i + 1, best.back().logprob) : i + 1) {
     const TokenLogprob cand{static_cast<int32_t>(i), logits[i]};
     if (best.size() == k && !better(cand, best.back())) continue;
     best.insert(std::upper_bound(best.begin(), best.end(), cand, better), cand);

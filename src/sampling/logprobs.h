@@ -14,8 +14,9 @@ struct TokenLogprob {
   float logprob;  // <= 0; -inf for a token with a -inf (or NaN) logit
 };
 
-// The log_softmax normalizer of one logits vector, computed once in double with max subtraction
-// so that LogProb(x) is exact to float precision for any magnitude of logits. The logits must have
+// The log_softmax normalizer of one logits vector, computed once with max subtraction (terms in
+// float, summed in double) so that LogProb(x) is exact to float precision for any magnitude of
+// logits. The logits must have
 // no NaN (see SanitizeLogits). Degenerate inputs are defined, not UB: if some logits are +inf
 // those tokens share the whole probability equally; if all are -inf every LogProb is -inf.
 class LogSoftmax {

@@ -119,19 +119,23 @@ TEST(AsyncEngineTest, CancelFreesBlocksWithinAStep) {
   auto ae = MakeEngine();
   ASSERT_NE(ae, nullptr);
   Waiter w;
-  auto s = ae->Submit("long", Request(200), w.Notifier());
+  // As long as the context allows, and cancelled as soon as the first tokens are out: the tiny
+  // model decodes a token in ~50 us, so polling for stats first (as this test once did) let a
+  // loaded CI host finish a 200-token request before the Cancel arrived.
+  constexpr int kMaxTokens = 250;
+  auto s = ae->Submit("long", Request(kMaxTokens), w.Notifier());
   ASSERT_TRUE(s.ok());
-  // Wait for the first tokens, then cancel.
   ASSERT_TRUE(w.Wait());
-  // Stats are published after the step whose outputs woke us: poll for them.
-  for (int i = 0; i < 200 && ae->Stats().engine.kv_cache_usage == 0; ++i)
-    std::this_thread::sleep_for(5ms);
-  EXPECT_GT(ae->Stats().engine.kv_cache_usage, 0);
   ae->Cancel("long");
   Collected c = Collect(**s, w);
   ASSERT_TRUE(c.done);
   ASSERT_FALSE(c.outputs.empty());
   EXPECT_EQ(c.outputs.back().finish_reason, "abort");
+  // It was running (it had blocks) when cancelled: tokens out, not all of them.
+  size_t tokens = 0;
+  for (const RequestOutput& o : c.outputs) tokens += o.token_ids.size();
+  EXPECT_GT(tokens, 0u);
+  EXPECT_LT(tokens, static_cast<size_t>(kMaxTokens));
   // The abort is reported by the step after the Cancel; the stats of that step show no usage.
   for (int i = 0; i < 100 && ae->Stats().engine.kv_cache_usage > 0; ++i)
     std::this_thread::sleep_for(5ms);

@@ -197,6 +197,40 @@ void ApplyMinP(std::vector<Candidate>& c, float min_p) {
   std::erase_if(c, [threshold](const Candidate& x) { return x.weight < threshold; });
 }
 
+int32_t DrawUnfiltered(std::span<const float> logits, float temperature, double u,
+                       std::vector<float>& weights) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float max_logit = scan::Max(logits);
+  if (max_logit == kInf || max_logit == -kInf) {  // +inf's limit rule, or nothing to draw
+    std::vector<Candidate> c;
+    CollectCandidates(logits, c);
+    ComputeWeights(c, temperature);
+    return DrawToken(c, u);
+  }
+  // ComputeWeights' arithmetic on every logit in place (a token that is not a candidate, -inf or
+  // NaN, gets weight 0, which changes no sum), then DrawToken's double sums in id order, which is
+  // the candidates' order: the same token for the same u.
+  const float inv_t = 1.0f / temperature;
+  weights.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) weights[i] = (logits[i] - max_logit) * inv_t;
+  vocab::ExpOfNonPositive(weights.data(), static_cast<int64_t>(weights.size()), weights.data());
+  double total = 0.0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!(logits[i] > -kInf)) weights[i] = 0.0f;
+    total += weights[i];
+  }
+  const double target = u * total;
+  double cum = 0.0;
+  int32_t last_positive = -1;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] <= 0.0f) continue;
+    cum += weights[i];
+    last_positive = static_cast<int32_t>(i);
+    if (cum > target) return last_positive;
+  }
+  return last_positive;
+}
+
 int32_t DrawToken(std::span<const Candidate> c, double u) {
   double total = 0.0;
   for (const auto& x : c) total += x.weight;

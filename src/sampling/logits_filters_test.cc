@@ -93,6 +93,35 @@ TEST(LogitsFiltersTest, CollectTopKIsCollectThenTopKSorted) {
   }
 }
 
+// DrawUnfiltered against the candidate path it replaces: the same token for every u, over
+// vocabularies with -inf, NaN and +inf, several temperatures, and u at the edges.
+TEST(LogitsFiltersTest, DrawUnfilteredIsCollectWeightsDraw) {
+  std::mt19937 rng(5);
+  const float kNaN = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> scratch;
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t n = std::uniform_int_distribution<size_t>(1, 2000)(rng);
+    std::vector<float> logits(n);
+    std::normal_distribution<float> logit(0.0f, trial % 2 ? 3.0f : 40.0f);
+    for (float& x : logits) {
+      const int r = std::uniform_int_distribution<int>(0, 99)(rng);
+      x = r < 10 ? -kInf : r < 12 ? kNaN : logit(rng);
+    }
+    if (trial % 40 == 5) logits[n / 3] = kInf;
+    if (trial % 40 == 6)
+      for (float& x : logits) x = -kInf;
+    for (float t : {0.3f, 1.0f, 1.7f}) {
+      std::vector<Candidate> c;
+      CollectCandidates(logits, c);
+      ComputeWeights(c, t);
+      for (double u : {0.0, 1e-9, 0.25, 0.5, 0.9, 0.999999, std::nextafter(1.0, 0.0)}) {
+        ASSERT_EQ(DrawUnfiltered(logits, t, u, scratch), DrawToken(c, u))
+            << "trial " << trial << " t " << t << " u " << u;
+      }
+    }
+  }
+}
+
 TEST(LogitsFiltersTest, TopKKeepsExactlyKWithTiesToLowerId) {
   auto c = FromLogits({1.0f, 5.0f, 3.0f, 5.0f, 4.0f});
   ApplyTopK(c, 2);

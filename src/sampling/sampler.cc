@@ -16,6 +16,7 @@ struct Scratch {
   std::vector<Candidate> candidates;
   std::vector<float> raw_logits;  // only when logprobs are requested
   std::vector<int32_t> ids;       // repetition-penalty id union
+  std::vector<float> weights;     // DrawUnfiltered's, one per token
 };
 
 Scratch& ThreadScratch() {
@@ -114,6 +115,11 @@ StatusOr<SampleResult> Sampler::Sample(std::span<float> logits, std::span<const 
 
   if (params_.greedy()) {
     result.token = Argmax(logits);
+  } else if ((params_.top_k <= 0 || static_cast<size_t>(params_.top_k) >= logits.size()) &&
+             params_.top_p >= 1.0f && params_.min_p <= 0.0f) {
+    // No filter: the same draw as below without a candidate list.
+    result.token = DrawUnfiltered(logits, params_.temperature,
+                                  UniformForStep(seed_, output_ids.size()), scratch.weights);
   } else {
     std::vector<Candidate>& cands = scratch.candidates;
     CollectTopK(logits, params_.top_k, cands);

@@ -63,6 +63,53 @@ size_t KeepWithinBoundary(std::vector<Candidate>& c, size_t lo, size_t hi, doubl
   return hi;
 }
 
+// Weight mass per TopPBucket in kChains tables, a token's chain by its id (most of a vocabulary
+// falls into a few light buckets: one table waited on every add to the same bucket; by id, so
+// that DrawNucleus, which also adds the zero weights of non-candidates, gets ApplyTopP's sums).
+constexpr size_t kChains = 4;
+using BucketChains = std::array<std::array<double, kTopPBuckets>, kChains>;
+void AddToChains(BucketChains& chains, int32_t id, double weight) {
+  chains[static_cast<size_t>(id) % kChains][TopPBucket(weight)] += weight;
+}
+
+struct TopPCut {
+  size_t boundary;   // the bucket in which the cumulative mass reaches the threshold
+  double before;     // the mass of all heavier buckets, which are kept whole
+  double threshold;  // (top_p - slack) x total
+};
+TopPCut CutFromChains(const BucketChains& chains, float top_p) {
+  std::array<double, kTopPBuckets> mass{};
+  double total = 0.0;
+  for (size_t b = 0; b < kTopPBuckets; ++b) {
+    mass[b] = (chains[0][b] + chains[1][b]) + (chains[2][b] + chains[3][b]);
+    total += mass[b];
+  }
+  TopPCut cut{kTopPBuckets - 1, 0.0, (static_cast<double>(top_p) - kTopPSlack) * total};
+  for (size_t b = 0; b < kTopPBuckets; ++b) {
+    if (cut.before + mass[b] >= cut.threshold) {
+      cut.boundary = b;
+      break;
+    }
+    cut.before += mass[b];
+  }
+  return cut;
+}
+
+// c: exactly the candidates of the buckets up to cut.boundary. Leaves the nucleus: the heavier
+// buckets whole, then the fewest of the boundary bucket's heaviest that reach the threshold.
+void KeepNucleus(std::vector<Candidate>& c, const TopPCut& cut) {
+  const auto heavy_end = std::partition(c.begin(), c.end(), [&cut](const Candidate& x) {
+    return TopPBucket(x.weight) < cut.boundary;
+  });
+  const auto lo = static_cast<size_t>(heavy_end - c.begin());
+  const size_t hi = c.size();
+  if (hi == lo) {  // only via rounding in the sums: keep everything that is left
+    c.resize(std::max<size_t>(lo, 1));
+    return;
+  }
+  c.resize(KeepWithinBoundary(c, lo, hi, cut.before, cut.threshold));
+}
+
 }  // namespace
 
 void CollectCandidates(std::span<const float> logits, std::vector<Candidate>& out) {
@@ -150,43 +197,21 @@ void ComputeWeights(std::vector<Candidate>& c, float temperature) {
 
 void ApplyTopP(std::vector<Candidate>& c, float top_p) {
   if (top_p >= 1.0f || c.size() <= 1) return;
-  double total = 0.0;
-  for (const auto& x : c) total += x.weight;
-  const double threshold = (static_cast<double>(top_p) - kTopPSlack) * total;
-  if (threshold <= 0.0) {  // top_p within the slack of 0: just the most likely token
+  if (static_cast<double>(top_p) - kTopPSlack <= 0.0) {  // within the slack of 0: the top token
     std::nth_element(c.begin(), c.begin(), c.end(), HigherWeight);
     c.resize(1);
     return;
   }
-
-  // Pass 1: weight mass per bucket, buckets ordered by decreasing weight.
-  std::array<double, kTopPBuckets> mass{};
-  for (const auto& x : c) mass[TopPBucket(x.weight)] += x.weight;
-  // The bucket in which the cumulative mass reaches the threshold; `before` is the mass of all
-  // heavier buckets, which are kept whole. Lighter buckets are dropped whole.
-  size_t boundary = kTopPBuckets - 1;
-  double before = 0.0;
-  for (size_t b = 0; b < kTopPBuckets; ++b) {
-    if (before + mass[b] >= threshold) {
-      boundary = b;
-      break;
-    }
-    before += mass[b];
-  }
-  // Pass 2: heavier buckets first, then the boundary bucket.
-  const auto heavy_end = std::partition(c.begin(), c.end(), [boundary](const Candidate& x) {
-    return TopPBucket(x.weight) < boundary;
-  });
-  const auto boundary_end = std::partition(heavy_end, c.end(), [boundary](const Candidate& x) {
-    return TopPBucket(x.weight) == boundary;
-  });
-  const auto lo = static_cast<size_t>(heavy_end - c.begin());
-  const auto hi = static_cast<size_t>(boundary_end - c.begin());
-  if (hi == lo) {  // only via rounding in the sums: keep everything that is left
-    c.resize(std::max<size_t>(lo, 1));
-    return;
-  }
-  c.resize(KeepWithinBoundary(c, lo, hi, before, threshold));
+  BucketChains chains{};
+  for (const Candidate& x : c) AddToChains(chains, x.id, x.weight);
+  const TopPCut cut = CutFromChains(chains, top_p);
+  // The heavier and the boundary buckets' candidates moved to the front, in order (usually a few
+  // of the vocabulary); the lighter ones are dropped.
+  size_t kept = 0;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (TopPBucket(c[i].weight) <= cut.boundary) c[kept++] = c[i];
+  c.resize(kept);
+  KeepNucleus(c, cut);
 }
 
 void ApplyMinP(std::vector<Candidate>& c, float min_p) {
@@ -229,6 +254,39 @@ int32_t DrawUnfiltered(std::span<const float> logits, float temperature, double 
     if (cum > target) return last_positive;
   }
   return last_positive;
+}
+
+int32_t DrawNucleus(std::span<const float> logits, float temperature, float top_p, double u,
+                    std::vector<float>& weights, std::vector<Candidate>& nucleus) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float max_logit = scan::Max(logits);
+  if (max_logit == kInf || max_logit == -kInf || top_p >= 1.0f ||
+      static_cast<double>(top_p) - kTopPSlack <= 0.0) {  // the rare cases: the candidate path
+    CollectCandidates(logits, nucleus);
+    ComputeWeights(nucleus, temperature);
+    ApplyTopP(nucleus, top_p);
+    return DrawToken(nucleus, u);
+  }
+  // ComputeWeights' arithmetic on every logit (0 for the tokens that are not candidates), then
+  // ApplyTopP's sums and cut; only the candidates up to the boundary bucket are listed, in id
+  // order as CollectCandidates has them, so the nucleus and its order are ApplyTopP's.
+  const float inv_t = 1.0f / temperature;
+  weights.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) weights[i] = (logits[i] - max_logit) * inv_t;
+  vocab::ExpOfNonPositive(weights.data(), static_cast<int64_t>(weights.size()), weights.data());
+  BucketChains chains{};
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!(logits[i] > -kInf)) weights[i] = 0.0f;
+    AddToChains(chains, static_cast<int32_t>(i), weights[i]);
+  }
+  const TopPCut cut = CutFromChains(chains, top_p);
+  nucleus.clear();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] > -kInf && TopPBucket(weights[i]) <= cut.boundary)
+      nucleus.push_back({static_cast<int32_t>(i), logits[i], weights[i]});
+  }
+  if (nucleus.size() > 1) KeepNucleus(nucleus, cut);  // ApplyTopP leaves a single one alone
+  return DrawToken(nucleus, u);
 }
 
 int32_t DrawToken(std::span<const Candidate> c, double u) {

@@ -57,4 +57,10 @@ int32_t DrawToken(std::span<const Candidate> c, double u);
 int32_t DrawUnfiltered(std::span<const float> logits, float temperature, double u,
                        std::vector<float>& weights);
 
+// A draw with temperature and top_p < 1 but no top_k or min_p: the token that CollectCandidates,
+// ComputeWeights, ApplyTopP and DrawToken give for the same u, bit for bit, listing only the
+// candidates near the nucleus. `weights` and `nucleus`: caller-owned scratch.
+int32_t DrawNucleus(std::span<const float> logits, float temperature, float top_p, double u,
+                    std::vector<float>& weights, std::vector<Candidate>& nucleus);
+
 }  // namespace xinfer

@@ -122,6 +122,41 @@ TEST(LogitsFiltersTest, DrawUnfilteredIsCollectWeightsDraw) {
   }
 }
 
+// DrawNucleus against the candidate path with ApplyTopP: the same token for every u, over
+// vocabularies with -inf, NaN and +inf, peaked and flat distributions (nuclei of one token to
+// most of the vocabulary), top_p from within the slack of 0 to just under 1.
+TEST(LogitsFiltersTest, DrawNucleusIsCollectWeightsTopPDraw) {
+  std::mt19937 rng(9);
+  const float kNaN = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> weights;
+  std::vector<Candidate> nucleus;
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t n = std::uniform_int_distribution<size_t>(1, 3000)(rng);
+    std::vector<float> logits(n);
+    const float spread = trial % 3 == 0 ? 0.01f : trial % 3 == 1 ? 2.0f : 30.0f;
+    std::normal_distribution<float> logit(0.0f, spread);
+    for (float& x : logits) {
+      const int r = std::uniform_int_distribution<int>(0, 99)(rng);
+      x = r < 10 ? -kInf : r < 12 ? kNaN : std::round(logit(rng) * 8.0f) / 8.0f;  // ties too
+    }
+    if (trial % 40 == 5) logits[n / 3] = kInf;
+    if (trial % 40 == 6)
+      for (float& x : logits) x = -kInf;
+    for (float top_p : {1e-7f, 0.1f, 0.5f, 0.8f, 0.95f, 0.999f}) {
+      for (float t : {0.5f, 1.0f}) {
+        std::vector<Candidate> c;
+        CollectCandidates(logits, c);
+        ComputeWeights(c, t);
+        ApplyTopP(c, top_p);
+        for (double u : {0.0, 0.3, 0.7, std::nextafter(1.0, 0.0)}) {
+          ASSERT_EQ(DrawNucleus(logits, t, top_p, u, weights, nucleus), DrawToken(c, u))
+              << "trial " << trial << " top_p " << top_p << " t " << t << " u " << u;
+        }
+      }
+    }
+  }
+}
+
 TEST(LogitsFiltersTest, TopKKeepsExactlyKWithTiesToLowerId) {
   auto c = FromLogits({1.0f, 5.0f, 3.0f, 5.0f, 4.0f});
   ApplyTopK(c, 2);

@@ -110,6 +110,19 @@ void KeepNucleus(std::vector<Candidate>& c, const TopPCut& cut) {
   c.resize(KeepWithinBoundary(c, lo, hi, cut.before, cut.threshold));
 }
 
+// ComputeWeights' arithmetic on every token of the vocabulary, in place: weights[i] for the
+// token with logits[i], 0 for those that are not candidates (-inf or NaN: 0 changes no sum and
+// DrawToken skips it). max_logit: the largest finite logit.
+void WeightsOfVocabulary(std::span<const float> logits, float max_logit, float temperature,
+                         std::vector<float>& weights) {
+  const float inv_t = 1.0f / temperature;
+  weights.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) weights[i] = (logits[i] - max_logit) * inv_t;
+  vocab::ExpOfNonPositive(weights.data(), static_cast<int64_t>(weights.size()), weights.data());
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!(logits[i] > -std::numeric_limits<float>::infinity())) weights[i] = 0.0f;
+}
+
 }  // namespace
 
 void CollectCandidates(std::span<const float> logits, std::vector<Candidate>& out) {
@@ -232,18 +245,11 @@ int32_t DrawUnfiltered(std::span<const float> logits, float temperature, double 
     ComputeWeights(c, temperature);
     return DrawToken(c, u);
   }
-  // ComputeWeights' arithmetic on every logit in place (a token that is not a candidate, -inf or
-  // NaN, gets weight 0, which changes no sum), then DrawToken's double sums in id order, which is
-  // the candidates' order: the same token for the same u.
-  const float inv_t = 1.0f / temperature;
-  weights.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) weights[i] = (logits[i] - max_logit) * inv_t;
-  vocab::ExpOfNonPositive(weights.data(), static_cast<int64_t>(weights.size()), weights.data());
+  // Every token's weight (0 for non-candidates, which changes no sum), then DrawToken's double
+  // sums in id order, which is the candidates' order: the same token for the same u.
+  WeightsOfVocabulary(logits, max_logit, temperature, weights);
   double total = 0.0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (!(logits[i] > -kInf)) weights[i] = 0.0f;
-    total += weights[i];
-  }
+  for (float w : weights) total += w;
   const double target = u * total;
   double cum = 0.0;
   int32_t last_positive = -1;
@@ -267,18 +273,13 @@ int32_t DrawNucleus(std::span<const float> logits, float temperature, float top_
     ApplyTopP(nucleus, top_p);
     return DrawToken(nucleus, u);
   }
-  // ComputeWeights' arithmetic on every logit (0 for the tokens that are not candidates), then
-  // ApplyTopP's sums and cut; only the candidates up to the boundary bucket are listed, in id
-  // order as CollectCandidates has them, so the nucleus and its order are ApplyTopP's.
-  const float inv_t = 1.0f / temperature;
-  weights.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) weights[i] = (logits[i] - max_logit) * inv_t;
-  vocab::ExpOfNonPositive(weights.data(), static_cast<int64_t>(weights.size()), weights.data());
+  // Every token's weight (0 for non-candidates), then ApplyTopP's sums and cut; only the candidates
+  // up to the boundary bucket are listed, in id order as CollectCandidates has them, so the nucleus
+  // and its order are ApplyTopP's.
+  WeightsOfVocabulary(logits, max_logit, temperature, weights);
   BucketChains chains{};
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (!(logits[i] > -kInf)) weights[i] = 0.0f;
+  for (size_t i = 0; i < weights.size(); ++i)
     AddToChains(chains, static_cast<int32_t>(i), weights[i]);
-  }
   const TopPCut cut = CutFromChains(chains, top_p);
   nucleus.clear();
   for (size_t i = 0; i < logits.size(); ++i) {

@@ -41,6 +41,11 @@ struct BenchOptions {
   int shared_prefix_len = 0;
   std::string json_out;
   uint64_t seed = 0;
+  // Sent with every request, as `vllm bench serve --temperature/--top-p/--top-k` sends them:
+  // temperature always (0, greedy, unless given), top_p and top_k only when given.
+  double temperature = 0;
+  double top_p = 0;  // 0: not sent
+  int top_k = 0;     // 0: not sent
 };
 
 struct Prompt {
@@ -58,13 +63,16 @@ struct Result {
 
 // Outside the coroutine: GCC 12 mishandles braced JSON initializers inside coroutines.
 json RequestBody(const BenchOptions& o, const Prompt& p) {
-  return {{"model", o.model},
-          {"prompt", p.prompt},
-          {"max_tokens", p.output_len},
-          {"temperature", 0},
-          {"ignore_eos", true},
-          {"stream", true},
-          {"stream_options", {{"include_usage", true}}}};
+  json body = {{"model", o.model},
+               {"prompt", p.prompt},
+               {"max_tokens", p.output_len},
+               {"temperature", o.temperature},
+               {"ignore_eos", true},
+               {"stream", true},
+               {"stream_options", {{"include_usage", true}}}};
+  if (o.top_p > 0) body["top_p"] = o.top_p;
+  if (o.top_k != 0) body["top_k"] = o.top_k;
+  return body;
 }
 
 Result Failed(std::string error) {
@@ -233,6 +241,11 @@ int RunBench(const BenchOptions& o) {
   if (!(o.request_rate > 0)) return ReportError(InvalidArgument("--request-rate must be > 0"));
   if (o.dataset.empty() && (o.input_len < 1 || o.output_len < 1))
     return ReportError(InvalidArgument("--input-len and --output-len must be >= 1"));
+  // The ranges every OpenAI-compatible server takes (a value outside them would fail every
+  // request rather than measure anything).
+  if (!(o.temperature >= 0) || !(o.top_p >= 0 && o.top_p <= 1) || o.top_k < -1)
+    return ReportError(InvalidArgument(
+        "--temperature must be >= 0, --top-p in (0, 1] and --top-k -1, 0 (off) or >= 1"));
   auto hp = ParseBaseUrl(o.base_url);
   if (!hp.ok()) return ReportError(hp.status());
   auto prompts = MakePrompts(o);
@@ -287,6 +300,7 @@ int RunBench(const BenchOptions& o) {
                  {"num_prompts", o.num_prompts},
                  {"concurrency", o.concurrency},
                  {"request_rate", std::isinf(o.request_rate) ? json("inf") : json(o.request_rate)},
+                 {"temperature", o.temperature},
                  {"completed", ok},
                  {"failed", static_cast<int>(results.size()) - ok},
                  {"errors", errors},
@@ -362,6 +376,10 @@ void AddBenchServeCommand(CLI::App& bench, int* exit_code) {
                   "Leading tokens shared by every random prompt (prefix caching)");
   cmd->add_option("--json", o->json_out, "Also write the report as JSON to this file");
   cmd->add_option("--seed", o->seed, "Random seed for prompts and arrivals (default 0)");
+  cmd->add_option("--temperature", o->temperature,
+                  "Sampling temperature sent with each request (default 0: greedy)");
+  cmd->add_option("--top-p", o->top_p, "top_p sent with each request (default: not sent)");
+  cmd->add_option("--top-k", o->top_k, "top_k sent with each request (default: not sent)");
   cmd->callback([o, exit_code] { *exit_code = RunBench(*o); });
 }
 

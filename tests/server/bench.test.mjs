@@ -25,6 +25,21 @@ test('xinfer bench serve against xinfer serve', { skip: skipUnless(STORIES), tim
     assert.equal(report.total_input_tokens, 24 * 24);
     assert.ok(report.mean_ttft_ms > 0 && report.p99_e2el_ms >= report.median_e2el_ms);
     assert.ok(report.output_throughput > 0);
+
+    // With random sampling (Qwen-style parameters): every request served, every token generated.
+    const sampled = path.join(tmp.dir, 'sampled.json');
+    await promisify(execFile)(BIN, ['bench', 'serve', '--base-url', srv.baseURL,
+      '--model', 'stories', '--num-prompts', '12', '--concurrency', '6', '--input-len', '24',
+      '--output-len', '12', '--temperature', '0.7', '--top-p', '0.8', '--top-k', '20',
+      '--json', sampled]);
+    const s = JSON.parse(readFileSync(sampled, 'utf8'));
+    assert.equal(s.completed, 12);
+    assert.equal(s.failed, 0);
+    assert.equal(s.temperature, 0.7);
+    assert.equal(s.total_output_tokens, 12 * 12);
+    // Out-of-range sampling is refused before any request is sent.
+    await assert.rejects(promisify(execFile)(BIN, ['bench', 'serve', '--base-url', srv.baseURL,
+      '--model', 'stories', '--top-p', '1.5']), (e) => e.code === 1 && /--top-p/.test(e.stderr));
   } finally {
     tmp.remove();
     assert.equal((await srv.stop()).code, 0);

@@ -235,7 +235,7 @@ void ApplyMinP(std::vector<Candidate>& c, float min_p) {
   std::erase_if(c, [threshold](const Candidate& x) { return x.weight < threshold; });
 }
 
-int32_t DrawUnfiltered(std::span<const float> logits, float temperature, double u,
+int32_t DrawUnfiltered(std::span<const float> logits, float temperature, float min_p, double u,
                        std::vector<float>& weights) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const float max_logit = scan::Max(logits);
@@ -243,11 +243,20 @@ int32_t DrawUnfiltered(std::span<const float> logits, float temperature, double 
     std::vector<Candidate> c;
     CollectCandidates(logits, c);
     ComputeWeights(c, temperature);
+    ApplyMinP(c, min_p);
     return DrawToken(c, u);
   }
-  // Every token's weight (0 for non-candidates, which changes no sum), then DrawToken's double
-  // sums in id order, which is the candidates' order: the same token for the same u.
+  // Every token's weight (0 for non-candidates and, with min_p, for those ApplyMinP drops: 0
+  // changes no sum), then DrawToken's double sums in id order, which is the candidates' order:
+  // the same token for the same u.
   WeightsOfVocabulary(logits, max_logit, temperature, weights);
+  if (min_p > 0.0f) {
+    float max_weight = 0.0f;
+    for (float w : weights) max_weight = std::max(max_weight, w);
+    const double threshold = static_cast<double>(min_p) * max_weight;
+    for (float& w : weights)
+      if (w < threshold) w = 0.0f;
+  }
   double total = 0.0;
   for (float w : weights) total += w;
   const double target = u * total;

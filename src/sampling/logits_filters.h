@@ -51,10 +51,10 @@ void ApplyMinP(std::vector<Candidate>& c, float min_p);
 // u in [0, 1). Zero-weight candidates are never chosen. Returns -1 only for an empty list.
 int32_t DrawToken(std::span<const Candidate> c, double u);
 
-// A draw with temperature and no filter (top_k, top_p and min_p off): the token that
-// CollectCandidates, ComputeWeights and DrawToken give for the same u, bit for bit, without the
-// candidate list (~3x faster over 152K logits). `weights`: caller-owned scratch, resized to V.
-int32_t DrawUnfiltered(std::span<const float> logits, float temperature, double u,
+// A draw with temperature, min_p (0: off) and no top_k or top_p: the token that
+// CollectCandidates, ComputeWeights, ApplyMinP and DrawToken give for the same u, bit for bit,
+// without the candidate list (~3x faster over 152K logits). `weights`: caller-owned scratch.
+int32_t DrawUnfiltered(std::span<const float> logits, float temperature, float min_p, double u,
                        std::vector<float>& weights);
 
 // A draw with temperature and top_p < 1 but no top_k or min_p: the token that CollectCandidates,

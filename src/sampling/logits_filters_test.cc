@@ -94,7 +94,7 @@ TEST(LogitsFiltersTest, CollectTopKIsCollectThenTopKSorted) {
 }
 
 // DrawUnfiltered against the candidate path it replaces: the same token for every u, over
-// vocabularies with -inf, NaN and +inf, several temperatures, and u at the edges.
+// vocabularies with -inf, NaN and +inf, several temperatures and min_p, and u at the edges.
 TEST(LogitsFiltersTest, DrawUnfilteredIsCollectWeightsDraw) {
   std::mt19937 rng(5);
   const float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -111,12 +111,15 @@ TEST(LogitsFiltersTest, DrawUnfilteredIsCollectWeightsDraw) {
     if (trial % 40 == 6)
       for (float& x : logits) x = -kInf;
     for (float t : {0.3f, 1.0f, 1.7f}) {
-      std::vector<Candidate> c;
-      CollectCandidates(logits, c);
-      ComputeWeights(c, t);
-      for (double u : {0.0, 1e-9, 0.25, 0.5, 0.9, 0.999999, std::nextafter(1.0, 0.0)}) {
-        ASSERT_EQ(DrawUnfiltered(logits, t, u, scratch), DrawToken(c, u))
-            << "trial " << trial << " t " << t << " u " << u;
+      for (float min_p : {0.0f, 0.05f, 0.5f, 1.0f}) {
+        std::vector<Candidate> c;
+        CollectCandidates(logits, c);
+        ComputeWeights(c, t);
+        ApplyMinP(c, min_p);
+        for (double u : {0.0, 1e-9, 0.25, 0.5, 0.9, 0.999999, std::nextafter(1.0, 0.0)}) {
+          ASSERT_EQ(DrawUnfiltered(logits, t, min_p, u, scratch), DrawToken(c, u))
+              << "trial " << trial << " t " << t << " min_p " << min_p << " u " << u;
+        }
       }
     }
   }

@@ -116,13 +116,14 @@ StatusOr<SampleResult> Sampler::Sample(std::span<float> logits, std::span<const 
   if (params_.greedy()) {
     result.token = Argmax(logits);
   } else if ((params_.top_k <= 0 || static_cast<size_t>(params_.top_k) >= logits.size()) &&
-             params_.min_p <= 0.0f) {
-    // No top_k or min_p: the same draws as below without a list of the whole vocabulary.
+             (params_.top_p >= 1.0f || params_.min_p <= 0.0f)) {
+    // No top_k, and top_p or min_p alone: the same draws as below without a list of the whole
+    // vocabulary.
     const double u = UniformForStep(seed_, output_ids.size());
-    result.token = params_.top_p >= 1.0f
-                       ? DrawUnfiltered(logits, params_.temperature, u, scratch.weights)
-                       : DrawNucleus(logits, params_.temperature, params_.top_p, u, scratch.weights,
-                                     scratch.candidates);
+    result.token = params_.top_p >= 1.0f ? DrawUnfiltered(logits, params_.temperature,
+                                                          params_.min_p, u, scratch.weights)
+                                         : DrawNucleus(logits, params_.temperature, params_.top_p,
+                                                       u, scratch.weights, scratch.candidates);
   } else {
     std::vector<Candidate>& cands = scratch.candidates;
     CollectTopK(logits, params_.top_k, cands);

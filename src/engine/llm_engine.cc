@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "base/logging.h"
@@ -224,7 +225,7 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     auto it = choices_.find(sched.scheduled[i].request_id);
     if (runner_->sampling_index()[i] >= 0 && it != choices_.end()) sampled[i] = it->second.get();
   }
-  std::vector<StatusOr<SampleResult>> samples(num_scheduled, Internal("not sampled"));
+  std::vector<std::optional<StatusOr<SampleResult>>> samples(num_scheduled);
   backend_->ParallelForHost(static_cast<int64_t>(num_scheduled), [&](int64_t i) {
     Choice* c = sampled[static_cast<size_t>(i)];
     if (c == nullptr) return;
@@ -241,7 +242,7 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     out.request_id = c.request_id;
     out.index = c.index;
     out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
-    StatusOr<SampleResult>& sample = samples[i];
+    StatusOr<SampleResult>& sample = *samples[i];
     if (!sample.ok()) {
       // E.g. a model that produced only NaNs: end this choice, keep serving the others.
       XI_LOG_WARN("request {}: sampling failed: {}", c.request_id, sample.status().ToString());

@@ -118,9 +118,8 @@ void WeightsOfVocabulary(std::span<const float> logits, float max_logit, float t
   const float inv_t = 1.0f / temperature;
   weights.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) weights[i] = (logits[i] - max_logit) * inv_t;
+  // -inf and NaN logits give -inf / NaN exponents, whose exp is exactly 0.
   vocab::ExpOfNonPositive(weights.data(), static_cast<int64_t>(weights.size()), weights.data());
-  for (size_t i = 0; i < logits.size(); ++i)
-    if (!(logits[i] > -std::numeric_limits<float>::infinity())) weights[i] = 0.0f;
 }
 
 }  // namespace

@@ -34,8 +34,8 @@ void CollectTopK(std::span<const float> logits, int32_t k, std::vector<Candidate
 void ApplyTopK(std::vector<Candidate>& c, int32_t k);
 
 // weight = exp((logit - max_logit) / temperature), temperature > 0, computed in float (about
-// 1 ulp; 0 or subnormal where the exponent is below about -87). The max subtraction keeps the
-// largest weight at exactly 1, so no overflow for any temperature.
+// 1 ulp; exactly 0 where the exponent is below log(FLT_MIN), about -87.3). The max subtraction
+// keeps the largest weight at exactly 1, so no overflow for any temperature.
 void ComputeWeights(std::vector<Candidate>& c, float temperature);
 
 // Keeps the smallest highest-weight prefix whose cumulative probability reaches top_p (always at

@@ -18,8 +18,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 void ExpOfNonPositive(const float* x, int64_t n, float* out) {
   const hn::ScalableTag<float> df;
   const auto lanes = static_cast<int64_t>(hn::Lanes(df));
-  const auto lo = hn::Set(df, -100.f), hi = hn::Zero(df);
-  auto exp = [&](auto v) { return hn::Exp(df, hn::Min(hn::Max(v, lo), hi)); };
+  // Below log(FLT_MIN) the float result would be subnormal or 0: exactly 0, as it is for -inf
+  // and NaN (the compare is false), so masked tokens need no pass of their own.
+  const auto underflow = hn::Set(df, -87.33654f), hi = hn::Zero(df);
+  auto exp = [&](auto v) {
+    return hn::IfThenElseZero(hn::Ge(v, underflow),
+                              hn::Exp(df, hn::Min(hn::Max(v, underflow), hi)));
+  };
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) hn::StoreU(exp(hn::LoadU(df, x + i)), df, out + i);
   if (i < n) {  // the tail through a padded buffer and the same vector code

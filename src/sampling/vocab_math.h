@@ -8,9 +8,10 @@
 
 namespace xinfer::vocab {
 
-// out[i] = exp(x[i]) in float for i in [0, n): Highway's Exp (about 1 ulp), with x clamped to
-// [-100, 0] first (the range a softmax weight's exponent has; below about -87.3 the result is 0 or
-// subnormal). out may alias x.
+// out[i] = exp(x[i]) in float for i in [0, n), x <= 0 (a softmax weight's exponent): Highway's
+// Exp (about 1 ulp); exactly 0 where x is below log(FLT_MIN) ~ -87.34 (no subnormals), -inf or
+// NaN. out may alias x. (Not the CPU backend's cpu::simd::Exp: sampling runs on the host
+// whatever the backend, and only backend/cpu/ may name the CPU.)
 void ExpOfNonPositive(const float* x, int64_t n, float* out);
 
 }  // namespace xinfer::vocab

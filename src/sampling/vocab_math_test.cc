@@ -39,7 +39,12 @@ TEST(VocabMathTest, ExpOfNonPositiveIsExactlyOneAtZeroAndVanishesFarBelow) {
   for (size_t i = 2; i < x.size(); ++i) {
     EXPECT_GE(out[i], 0.0f) << x[i];
     EXPECT_LT(out[i], 1e-38f) << x[i];  // 0 or subnormal: never a weight that matters
+    EXPECT_EQ(out[i], 0.0f) << x[i];    // in fact exactly 0: masked tokens need no pass
   }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float nan_out = 1.0f;
+  ExpOfNonPositive(&nan, 1, &nan_out);
+  EXPECT_EQ(nan_out, 0.0f);
 }
 
 }  // namespace

@@ -42,9 +42,17 @@ namespace {
 constexpr int64_t kGroup = kWideTileRows;  // weight rows per group: four registers of 16 lanes
 constexpr int kMr = 6;                     // rows of x per tile: 24 accumulators + 4 w + 1 x
 
+// What a tile prefetches of the weight stream it reads: `ahead` bytes past each line it reads
+// (0: nothing); `read_once`: bytes no later tile reads again, prefetched non-temporal, else
+// into L2 for the tiles that follow.
+struct TilePrefetch {
+  int64_t ahead = 0;
+  bool read_once = false;
+};
+
 // A tile (dense_panel_tile_avx512.inc): MR rows of x times one full group.
 using GroupTileFn = void (*)(const void* x, int64_t ldx, const void* group, int64_t steps,
-                             const float* bias, float* out, int64_t ldo, int64_t prefetch_ahead);
+                             const float* bias, float* out, int64_t ldo, TilePrefetch prefetch);
 
 // One panel Linear call's operands, in bytes where the two families differ.
 struct PanelOperands {
@@ -59,11 +67,16 @@ struct PanelOperands {
   int64_t ldo;  // = the weight's rows
 };
 
-// A decode-sized x's tiles prefetch this far ahead of the group stream they read (into L2):
-// the hardware prefetcher alone left the 151936-row BF16 lm_head at T = 1 at 43-48 GB/s, 4 KiB
-// ahead 51-54 (1 KiB 47-49, 16 KiB 45-49; 2-core Zen 5, 3 interleaved rounds), and the whole
-// one-sequence decode +4 % in the host's fast minutes (probe ~80 GB/s), unchanged in slow ones.
-constexpr int64_t kDecodePrefetchBytes = 4096;
+// A decode-sized x's tiles prefetch this far ahead of the group stream they read, with
+// prefetchnta (each byte is read once). Into L2 (prefetcht1), 4 KiB ahead had taken the
+// 151936-row BF16 lm_head at T = 1 from the hardware prefetcher's 43-48 GB/s to 51-54 (1 KiB
+// 47-49, 16 KiB 45-49; session 14). Non-temporal and 8 KiB ahead streams more still, most in the
+// host's fast minutes: against a plain read of the same bytes in the same round (2-core Zen 5,
+// 2 threads, medians of 61 rounds of ~80 GB/s / 228 of ~45 GB/s), one group stream 0.92 -> 0.99
+// / 1.03 -> 1.06 and the decode step's 97 GEMVs one after another 0.90 -> 0.95 / 1.03 -> 1.04
+// (12 KiB about the same, 2 and 4 KiB less); the whole one-sequence decode 0.81 -> 0.85-0.88 /
+// 0.91 -> 0.94 of its paired roofline (docs/performance.md, session 16).
+constexpr int64_t kDecodePrefetchBytes = 8192;
 
 // Full groups [g0, g1) against rows [t0, t1) of x. Each group is read from memory once:
 // - a decode-sized x (one tile) meets each group as it streams in, prefetched a little ahead;
@@ -87,12 +100,12 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
     for (int64_t r = t0; r < t1; r += kMr) {
       const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
       for (int64_t g = bs; g < be; ++g) {
-        const int64_t prefetch_ahead = streamed && g + 1 < g1 ? group_bytes
-                                       : rows <= kMr          ? kDecodePrefetchBytes
-                                                              : 0;
+        const TilePrefetch prefetch = streamed && g + 1 < g1 ? TilePrefetch{group_bytes, false}
+                                      : rows <= kMr ? TilePrefetch{kDecodePrefetchBytes, true}
+                                                    : TilePrefetch{};
         tiles[mr - 1](o.x + r * o.x_row_bytes, o.ldx, o.w + g * group_bytes, o.steps,
                       o.bias != nullptr ? o.bias + g * kGroup : nullptr,
-                      o.out + r * o.ldo + g * kGroup, o.ldo, prefetch_ahead);
+                      o.out + r * o.ldo + g * kGroup, o.ldo, prefetch);
       }
     }
   }
@@ -116,7 +129,7 @@ void RunPartialGroup(const GroupTileFn* tiles, const PanelOperands& o, int64_t t
   for (int64_t r = t0; r < t1; r += kMr) {
     const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
     tiles[mr - 1](o.x + r * o.x_row_bytes, o.ldx, padded.data(), o.steps,
-                  o.bias != nullptr ? bias : nullptr, out, kGroup, 0);
+                  o.bias != nullptr ? bias : nullptr, out, kGroup, TilePrefetch{});
     for (int i = 0; i < mr; ++i)
       std::memcpy(o.out + (r + i) * o.ldo + g * kGroup, out + i * kGroup, nr * sizeof(float));
   }

@@ -59,13 +59,22 @@ using int8_formats::kQ4KOrder;
 // the F32/BF16-activation quantized tiles, so the kQuantPrefetchBytes scheme (4 KiB ahead into
 // L1) left them waiting on DRAM: perf put the stalls on each step's first load. 8 KiB ahead into
 // L2 (prefetcht1): pure Q4_0 decode of the 0.5B shape 104-108 -> 111-116 tok/s at ~36 GB/s
-// (interleaved runs; 6-12 KiB alike, 16 KiB worse), docs/performance.md.
+// (interleaved runs; 6-12 KiB alike, 16 KiB worse), docs/performance.md. For one pass of x
+// (decode) prefetchnta instead, as the panel kernels: the Q4_K_M file's one-sequence decode
+// 0.78 -> 0.84 of its paired roofline in ~45 GB/s minutes, 0.54 -> 0.61 in ~70 GB/s ones, the
+// Q4_0 mix (its Q8_0 lm_head runs here) 0.89 -> 0.92 (2-core Zen 5, 11-15 runs each, session 16).
 constexpr int64_t kInt8PrefetchBytes = 8192;
-inline void PrefetchRangeL2(const void* p, int64_t bytes) {
-  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 2);
+template <bool kOnce>
+inline void PrefetchRange(const void* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) {
+    if constexpr (kOnce)
+      __builtin_prefetch(static_cast<const char*>(p) + o, 0, 0);  // prefetchnta
+    else
+      __builtin_prefetch(static_cast<const char*>(p) + o, 0, 2);  // prefetcht1: L2
+  }
 }
 
-template <QuantType QT, int MR, int NR>
+template <QuantType QT, int MR, int NR, bool kOnce>
 void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int64_t n) {
   using F = Int8StepFormat<QT>;
   typename F::Row rows[NR];
@@ -80,7 +89,7 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   const int64_t steps = p.row_bytes / F::kBytes;
   for (int64_t s = 0; s < steps; ++s) {
-    PrefetchRangeL2(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
+    PrefetchRange<kOnce>(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       __m512i u[F::kVecs];
@@ -104,11 +113,12 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
 constexpr int kMr = 4;
 constexpr int kNr = 4;
 using TileFn = void (*)(const QuantLinearTask&, const PreparedQuant&, int64_t, int64_t);
-template <QuantType QT, int MR>
-constexpr TileFn kRow[kNr] = {TileInt8<QT, MR, 1>, TileInt8<QT, MR, 2>, TileInt8<QT, MR, 3>,
-                              TileInt8<QT, MR, 4>};
-template <QuantType QT>
-constexpr const TileFn* kTiles[kMr] = {kRow<QT, 1>, kRow<QT, 2>, kRow<QT, 3>, kRow<QT, 4>};
+template <QuantType QT, int MR, bool kOnce>
+constexpr TileFn kRow[kNr] = {TileInt8<QT, MR, 1, kOnce>, TileInt8<QT, MR, 2, kOnce>,
+                              TileInt8<QT, MR, 3, kOnce>, TileInt8<QT, MR, 4, kOnce>};
+template <QuantType QT, bool kOnce>
+constexpr const TileFn* kTiles[kMr] = {kRow<QT, 1, kOnce>, kRow<QT, 2, kOnce>, kRow<QT, 3, kOnce>,
+                                       kRow<QT, 4, kOnce>};
 
 template <QuantType QT>
 void QuantLinearInt8Impl(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
@@ -116,8 +126,11 @@ void QuantLinearInt8Impl(const QuantLinearTask& t, int64_t t0, int64_t t1, int64
   // Weight rows in blocks that stay in L2 while every row of x passes over them.
   int64_t nb = (256 << 10) / p.row_bytes / kNr * kNr;
   if (nb < kNr) nb = kNr;
+  // One pass of x (decode) reads each weight byte once: prefetched non-temporal. More rows of x
+  // pass over each L2 block, which the first tile's prefetch into L2 brings in for the others.
+  const TileFn* const* tiles = t1 - t0 <= kMr ? kTiles<QT, true> : kTiles<QT, false>;
   ForEachTile<kMr, kNr>(t0, t1, n0, n1, nb, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
-    kTiles<QT>[mr - 1][nr - 1](t, p, r, n);
+    tiles[mr - 1][nr - 1](t, p, r, n);
   });
 }
 

@@ -120,6 +120,14 @@ constexpr int64_t kQuantPrefetchBytes = 4096;
 inline void PrefetchRange(const void* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 3);
 }
+// - Bytes that one pass of x reads once (decode; none of them reused by another tile) go best
+//   non-temporal (prefetchnta) and 8 KiB ahead, in every decode kernel measured so far: against
+//   prefetcht0/t1 2-8 % more of the bandwidth in slow minutes and up to 10 % in fast ones
+//   (2-core Zen 5, session 16, docs/performance.md).
+constexpr int64_t kReadOncePrefetchBytes = 8192;
+inline void PrefetchRangeOnce(const void* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 0);
+}
 
 // The loop nest every Linear kernel runs: weight rows [n0, n1) in blocks of `block_rows` (kept
 // in L2 while all rows of x pass over them), within a block tiles of up to MR rows of x times NR

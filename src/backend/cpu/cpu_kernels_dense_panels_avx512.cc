@@ -76,7 +76,7 @@ struct PanelOperands {
 // / 1.03 -> 1.06 and the decode step's 97 GEMVs one after another 0.90 -> 0.95 / 1.03 -> 1.04
 // (12 KiB about the same, 2 and 4 KiB less); the whole one-sequence decode 0.81 -> 0.85-0.88 /
 // 0.91 -> 0.94 of its paired roofline (docs/performance.md, session 16).
-constexpr int64_t kDecodePrefetchBytes = 8192;
+constexpr int64_t kDecodePrefetchBytes = kReadOncePrefetchBytes;
 
 // Full groups [g0, g1) against rows [t0, t1) of x. Each group is read from memory once:
 // - a decode-sized x (one tile) meets each group as it streams in, prefetched a little ahead;

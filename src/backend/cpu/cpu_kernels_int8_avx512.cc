@@ -60,18 +60,13 @@ using int8_formats::kQ4KOrder;
 // L1) left them waiting on DRAM: perf put the stalls on each step's first load. 8 KiB ahead into
 // L2 (prefetcht1): pure Q4_0 decode of the 0.5B shape 104-108 -> 111-116 tok/s at ~36 GB/s
 // (interleaved runs; 6-12 KiB alike, 16 KiB worse), docs/performance.md. For one pass of x
-// (decode) prefetchnta instead, as the panel kernels: the Q4_K_M file's one-sequence decode
-// 0.78 -> 0.84 of its paired roofline in ~45 GB/s minutes, 0.54 -> 0.61 in ~70 GB/s ones, the
-// Q4_0 mix (its Q8_0 lm_head runs here) 0.89 -> 0.92 (2-core Zen 5, 11-15 runs each, session 16).
+// (decode) prefetchnta kReadOncePrefetchBytes ahead instead (cpu_kernels.h): the Q4_K_M file's
+// one-sequence decode 0.78 -> 0.84 of its paired roofline in ~45 GB/s minutes, 0.54 -> 0.61 in ~70
+// GB/s ones, the Q4_0 mix (its Q8_0 lm_head runs here) 0.89 -> 0.92 (2-core Zen 5, 11-15 runs each,
+// session 16).
 constexpr int64_t kInt8PrefetchBytes = 8192;
-template <bool kOnce>
-inline void PrefetchRange(const void* p, int64_t bytes) {
-  for (int64_t o = 0; o < bytes; o += 64) {
-    if constexpr (kOnce)
-      __builtin_prefetch(static_cast<const char*>(p) + o, 0, 0);  // prefetchnta
-    else
-      __builtin_prefetch(static_cast<const char*>(p) + o, 0, 2);  // prefetcht1: L2
-  }
+inline void PrefetchRangeL2(const void* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 2);
 }
 
 template <QuantType QT, int MR, int NR, bool kOnce>
@@ -89,7 +84,10 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   const int64_t steps = p.row_bytes / F::kBytes;
   for (int64_t s = 0; s < steps; ++s) {
-    PrefetchRange<kOnce>(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
+    if constexpr (kOnce)
+      PrefetchRangeOnce(rows[0].q + kReadOncePrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
+    else
+      PrefetchRangeL2(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       __m512i u[F::kVecs];

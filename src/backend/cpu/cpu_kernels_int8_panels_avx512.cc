@@ -153,7 +153,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask)
 // ahead, as the dense decode tiles (cpu_kernels_dense_panels_avx512.cc): AWQ g128 one-sequence
 // decode 0.81 -> 0.85 of its paired roofline in the host's ~45 GB/s minutes against prefetcht1
 // 4 KiB ahead (2-core Zen 5, 18-19 runs each; docs/performance.md, session 16).
-constexpr int64_t kGemvPrefetchBytes = 8192;
+constexpr int64_t kGemvPrefetchBytes = kReadOncePrefetchBytes;
 template <class F>
 void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
   const QuantTensor& w = *t.w;

@@ -110,7 +110,8 @@ struct NibbleGroupFormat<QuantType::kQ4_0> {
 };
 
 // kHiOnly (BF16 activations): the lo halves are zero, so their vdpbf16ps are skipped.
-template <QuantType QT, bool kHiOnly, int MR, int NR>
+// kOnce (one pass of x: decode): the weight bytes are read once, prefetched non-temporal.
+template <QuantType QT, bool kHiOnly, int MR, int NR, bool kOnce>
 void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int64_t n) {
   using F = NibbleGroupFormat<QT>;
   typename F::Row rows[NR];
@@ -124,7 +125,11 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   for (int64_t g = 0; g < p.groups; ++g) {
-    PrefetchRange(rows[0].q + kQuantPrefetchBytes + g * NR * F::kGroupBytes, NR * F::kGroupBytes);
+    if constexpr (kOnce)
+      PrefetchRangeOnce(rows[0].q + kReadOncePrefetchBytes + g * NR * F::kGroupBytes,
+                        NR * F::kGroupBytes);
+    else
+      PrefetchRange(rows[0].q + kQuantPrefetchBytes + g * NR * F::kGroupBytes, NR * F::kGroupBytes);
     if constexpr (MR == 1) {
       // One row of x: its 8 vectors stay in registers; NR independent chains.
       __m512bh xv[8];
@@ -187,12 +192,12 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0
 constexpr int kMr = 4;
 constexpr int kNr = 4;
 using TileFn = void (*)(const QuantLinearTask&, const PreparedQuant&, int64_t, int64_t);
-template <QuantType QT, bool H, int MR>
-constexpr TileFn kRow[kNr] = {TileNibbleBf16<QT, H, MR, 1>, TileNibbleBf16<QT, H, MR, 2>,
-                              TileNibbleBf16<QT, H, MR, 3>, TileNibbleBf16<QT, H, MR, 4>};
-template <QuantType QT, bool H>
-constexpr const TileFn* kTiles[kMr] = {kRow<QT, H, 1>, kRow<QT, H, 2>, kRow<QT, H, 3>,
-                                       kRow<QT, H, 4>};
+template <QuantType QT, bool H, int MR, bool O>
+constexpr TileFn kRow[kNr] = {TileNibbleBf16<QT, H, MR, 1, O>, TileNibbleBf16<QT, H, MR, 2, O>,
+                              TileNibbleBf16<QT, H, MR, 3, O>, TileNibbleBf16<QT, H, MR, 4, O>};
+template <QuantType QT, bool H, bool O>
+constexpr const TileFn* kTiles[kMr] = {kRow<QT, H, 1, O>, kRow<QT, H, 2, O>, kRow<QT, H, 3, O>,
+                                       kRow<QT, H, 4, O>};
 
 // Element of the group that nibble n of word w holds (see the top of the file).
 int ElementOf(QuantType type, int n, int w) {
@@ -208,8 +213,11 @@ void QuantLinearNibbleBf16Impl(const QuantLinearTask& t, int64_t t0, int64_t t1,
   p.groups = w.cols / kGroup;  // the tiles' loop count: AWQ groups of 128, or 4 Q4_0 blocks
   int64_t nb = (256 << 10) / p.row_bytes / kNr * kNr;
   if (nb < kNr) nb = kNr;
+  // One pass of x (decode) reads each weight byte once; more rows of x pass over each L2 block.
+  const TileFn* const* tiles =
+      t1 - t0 <= kMr ? kTiles<QT, kHiOnly, true> : kTiles<QT, kHiOnly, false>;
   ForEachTile<kMr, kNr>(t0, t1, n0, n1, nb, [&](int64_t r, int64_t mr, int64_t n, int64_t nr) {
-    kTiles<QT, kHiOnly>[mr - 1][nr - 1](t, p, r, n);
+    tiles[mr - 1][nr - 1](t, p, r, n);
   });
 }
 

@@ -74,8 +74,9 @@ struct PanelOperands {
 // host's fast minutes: against a plain read of the same bytes in the same round (2-core Zen 5,
 // 2 threads, medians of 61 rounds of ~80 GB/s / 228 of ~45 GB/s), one group stream 0.92 -> 0.99
 // / 1.03 -> 1.06 and the decode step's 97 GEMVs one after another 0.90 -> 0.95 / 1.03 -> 1.04
-// (12 KiB about the same, 2 and 4 KiB less); the whole one-sequence decode 0.81 -> 0.85-0.88 /
-// 0.91 -> 0.94 of its paired roofline (docs/performance.md, session 16).
+// (12 KiB about the same, 2 and 4 KiB less); the whole one-sequence BF16 decode 0.81 -> 0.90 of
+// its paired roofline in the fast minutes, ~0.92 either way in the slow ones (docs/performance.md,
+// session 16).
 constexpr int64_t kDecodePrefetchBytes = kReadOncePrefetchBytes;
 
 // Full groups [g0, g1) against rows [t0, t1) of x. Each group is read from memory once:

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/cpu_kernels.h"
 #include "base/huge_pages.h"
 
 // GCC 12 reports the intrinsics' _mm512_undefined_* pass-through operands as (maybe) uninitialized
@@ -37,18 +38,6 @@ constexpr size_t kBytes = size_t{1} << 30;  // ~ the 0.5B model's BF16 weights
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-__attribute__((target("avx512f"))) float ReadSum(const uint8_t* p, int64_t bytes) {
-  const float* f = reinterpret_cast<const float*>(p);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 64 <= bytes / 4; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(f + i));
-    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(f + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(f + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(f + i + 48));
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
 // kLocality: __builtin_prefetch's (0 = prefetchnta, 2 = prefetcht1); kAhead 0: no prefetch.
@@ -139,7 +128,10 @@ int main(int argc, char** argv) {
         if (!var.model_step) {
           const int64_t half = kBytes / kThreads / (128 * kSteps) * (128 * kSteps);
           const uint8_t* mine = buf + tid * half;
-          s = var.gemv == nullptr ? ReadSum(mine, half) : var.gemv(mine, half, x.data(), kSteps);
+          // The plain read: the bandwidth probe's own loop (BandwidthProbe, cpu_limits.cc).
+          s = var.gemv == nullptr
+                  ? xinfer::cpu::avx512::ReadSum(reinterpret_cast<const float*>(mine), half / 4)
+                  : var.gemv(mine, half, x.data(), kSteps);
           bytes = static_cast<double>(half) * kThreads;
         } else {
           size_t offset = 0;

@@ -5,9 +5,11 @@
 // XINFER_THREADS=N sets the ops' thread count (default: every CPU this process may use).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/fast_cpu_ops.h"
@@ -151,29 +153,51 @@ BENCHMARK(BM_QuantLinear)
     ->UseRealTime();
 
 // Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.
+// `cold` 1: one cache (huge pages, as the engine's) holding enough layers' keys to fill 64 MiB,
+// one layer per call in turn, so every call finds its rows out of cache, as a decode step does
+// after streaming the other weights.
 void BM_PagedAttention(benchmark::State& state) {
   const int64_t t = state.range(0), ctx = state.range(1);
   const int hq = 14, hkv = 2, d = 64, block = 16;
   const int64_t blocks_per_seq = (ctx + block - 1) / block;
-  Tensor kc = Random(DType::kF32, {t * blocks_per_seq * block, hkv, d});
-  Tensor vc = Random(DType::kF32, {t * blocks_per_seq * block, hkv, d});
-  std::vector<int32_t> qstart, pos, tables;
+  const int64_t layer_blocks = t * blocks_per_seq;
+  const int64_t layer_bytes = 2 * layer_blocks * block * hkv * d * sizeof(float);
+  const int64_t layers =
+      state.range(2) != 0 ? std::max<int64_t>(2, (int64_t{64} << 20) / layer_bytes) : 1;
+  Tensor kc = Random(DType::kF32, {layers * layer_blocks * block, hkv, d});
+  Tensor vc = Random(DType::kF32, {layers * layer_blocks * block, hkv, d});
+  std::vector<int32_t> qstart, pos;
+  std::vector<std::vector<int32_t>> tables(layers);
   for (int64_t s = 0; s < t; ++s) {
     qstart.push_back(static_cast<int32_t>(s));
     pos.push_back(static_cast<int32_t>(ctx - 1));
-    for (int64_t j = 0; j < blocks_per_seq; ++j)
-      tables.push_back(static_cast<int32_t>(s * blocks_per_seq + j));
+    for (int64_t l = 0; l < layers; ++l)
+      for (int64_t j = 0; j < blocks_per_seq; ++j)
+        tables[l].push_back(static_cast<int32_t>(l * layer_blocks + s * blocks_per_seq + j));
   }
   qstart.push_back(static_cast<int32_t>(t));
   Tensor q = Random(DType::kF32, {t, hq, d});
   Tensor o = TheBackend().NewTensor(DType::kF32, {t, hq, d});
   FastCpuOps ops(false, Threads());
-  Ops::PagedAttentionBatch batch{qstart, pos, tables, static_cast<int32_t>(blocks_per_seq), block};
-  for (auto _ : state) ops.PagedAttention(q, kc, vc, batch, o);
+  int64_t layer = 0;
+  for (auto _ : state) {
+    const Ops::PagedAttentionBatch batch{qstart, pos, tables[layer],
+                                         static_cast<int32_t>(blocks_per_seq), block};
+    ops.PagedAttention(q, kc, vc, batch, o);
+    layer = layer + 1 == layers ? 0 : layer + 1;
+  }
   state.counters["FLOP/s"] =
       benchmark::Counter(4.0 * t * hq * d * ctx, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_PagedAttention)->Args({1, 512})->Args({16, 256})->Args({64, 256})->UseRealTime();
+BENCHMARK(BM_PagedAttention)
+    ->Args({1, 512, 0})
+    ->Args({16, 256, 0})
+    ->Args({64, 256, 0})
+    ->Args({1, 144, 1})
+    ->Args({1, 512, 1})
+    ->Args({16, 256, 1})
+    ->ArgNames({"T", "ctx", "cold"})
+    ->UseRealTime();
 
 void BM_Elementwise(benchmark::State& state) {
   const int64_t rows = state.range(0);

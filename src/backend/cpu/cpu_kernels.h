@@ -129,6 +129,19 @@ inline void PrefetchRangeOnce(const void* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 0);
 }
 
+// Paged attention reads each key's K and V rows (d floats each, where the block table puts them)
+// once per query row. Decode finds them cold: a whole step of weights streamed through the caches
+// since the layer last ran, so with only the core's own look-ahead the loop waits on DRAM latency
+// (~4x the time it takes on cached rows). The score loop therefore prefetches the rows of the key
+// kKvPrefetchKeys ahead: K into L1 for the scores, V into L2 for the weighted sum that follows.
+constexpr int64_t kKvPrefetchKeys = 16;
+inline void PrefetchKvRow(const float* k_row, const float* v_row, int64_t d) {
+  for (int64_t c = 0; c < d; c += 16) {
+    __builtin_prefetch(k_row + c, 0, 3);
+    __builtin_prefetch(v_row + c, 0, 2);
+  }
+}
+
 // The loop nest every Linear kernel runs: weight rows [n0, n1) in blocks of `block_rows` (kept
 // in L2 while all rows of x pass over them), within a block tiles of up to MR rows of x times NR
 // weight rows; calls tile(r, mr, n, nr) for each.

@@ -66,8 +66,8 @@ inline __m512 DotFixed(const __m512 (&qv)[D16], const float* kr) {
 // Scores of 4 keys at a time: ReduceAdd4 sums each key's accumulator in the same tree as a
 // separate reduction would, so a score does not depend on its neighbours (or on n).
 template <int D16>
-float ScoresFixed(const float* q, const float* k_base, const int64_t* off, int64_t n, float scale,
-                  float* scores) {
+float ScoresFixed(const float* q, const float* k_base, const float* v_base, const int64_t* off,
+                  int64_t n, float scale, float* scores) {
   __m512 qv[D16];
 #pragma GCC unroll 16
   for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
@@ -75,6 +75,11 @@ float ScoresFixed(const float* q, const float* k_base, const int64_t* off, int64
   __m128 mx = _mm_set1_ps(-INFINITY);
   int64_t p = 0;
   for (; p + 4 <= n; p += 4) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const int64_t ahead = p + j + kKvPrefetchKeys < n ? p + j + kKvPrefetchKeys : n - 1;
+      PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], 16 * D16);
+    }
     const __m128 s =
         _mm_mul_ps(ReduceAdd4(DotFixed(qv, k_base + off[p]), DotFixed(qv, k_base + off[p + 1]),
                               DotFixed(qv, k_base + off[p + 2]), DotFixed(qv, k_base + off[p + 3])),
@@ -98,10 +103,12 @@ float ScoresFixed(const float* q, const float* k_base, const int64_t* off, int64
   return _mm_cvtss_f32(mx);
 }
 
-float ScoresAny(const float* q, const float* k_base, const int64_t* off, int64_t n, int64_t d,
-                float scale, float* scores) {
+float ScoresAny(const float* q, const float* k_base, const float* v_base, const int64_t* off,
+                int64_t n, int64_t d, float scale, float* scores) {
   float mx = -INFINITY;
   for (int64_t p = 0; p < n; ++p) {
+    const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
+    PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], d);
     const float* kr = k_base + off[p];
     __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(kr));
     for (int64_t c = 16; c < d; c += 16)
@@ -130,6 +137,8 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const floa
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
   for (int64_t p = 0; p < n; ++p) {
+    const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
+    PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], 16 * D16);
     const float* kr = k_base + off[p];
     __m512 kv[D16];
 #pragma GCC unroll 8
@@ -196,16 +205,16 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
   float mx;
   switch (d) {
     case 32:
-      mx = ScoresFixed<2>(q, k_base, row_off, n_keys, scale, scores);
+      mx = ScoresFixed<2>(q, k_base, v_base, row_off, n_keys, scale, scores);
       break;
     case 64:
-      mx = ScoresFixed<4>(q, k_base, row_off, n_keys, scale, scores);
+      mx = ScoresFixed<4>(q, k_base, v_base, row_off, n_keys, scale, scores);
       break;
     case 128:
-      mx = ScoresFixed<8>(q, k_base, row_off, n_keys, scale, scores);
+      mx = ScoresFixed<8>(q, k_base, v_base, row_off, n_keys, scale, scores);
       break;
     default:
-      mx = ScoresAny(q, k_base, row_off, n_keys, d, scale, scores);
+      mx = ScoresAny(q, k_base, v_base, row_off, n_keys, d, scale, scores);
   }
   // Softmax numerators in place; the denominator summed in 16 lanes in key order.
   const __m512 mv = _mm512_set1_ps(mx);

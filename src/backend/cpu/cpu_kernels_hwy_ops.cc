@@ -96,6 +96,10 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
   float mx = -INFINITY;
   int64_t p = 0;
   for (; p + 4 <= n_keys; p += 4) {
+    for (int64_t j = p; j < p + 4; ++j) {
+      const int64_t ahead = std::min(j + kKvPrefetchKeys, n_keys - 1);
+      PrefetchKvRow(k_base + row_off[ahead], v_base + row_off[ahead], d);
+    }
     const float* k0 = k_base + row_off[p];
     const float* k1 = k_base + row_off[p + 1];
     const float* k2 = k_base + row_off[p + 2];

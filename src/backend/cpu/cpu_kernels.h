@@ -132,8 +132,10 @@ inline void PrefetchRangeOnce(const void* p, int64_t bytes) {
 // Paged attention reads each key's K and V rows (d floats each, where the block table puts them)
 // once per query row. Decode finds them cold: a whole step of weights streamed through the caches
 // since the layer last ran, so with only the core's own look-ahead the loop waits on DRAM latency
-// (~4x the time it takes on cached rows). The score loop therefore prefetches the rows of the key
-// kKvPrefetchKeys ahead: K into L1 for the scores, V into L2 for the weighted sum that follows.
+// (~4x the time it takes on cached rows). The score loop therefore prefetches the first
+// kKvPrefetchKeys keys' rows before it starts and then the rows of the key that far ahead: K into
+// L1 for the scores, V into L2 for the weighted sum that follows (kernel_bench
+// BM_PagedAttention cold:1, one row of 512 keys: 28-37 -> 24-27 us; 16 rows of 256: -25 %).
 constexpr int64_t kKvPrefetchKeys = 16;
 inline void PrefetchKvRow(const float* k_row, const float* v_row, int64_t d) {
   for (int64_t c = 0; c < d; c += 16) {

@@ -73,6 +73,8 @@ float ScoresFixed(const float* q, const float* k_base, const float* v_base, cons
   for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
+  for (int64_t a = 0; a < kKvPrefetchKeys && a < n; ++a)
+    PrefetchKvRow(k_base + off[a], v_base + off[a], 16 * D16);
   int64_t p = 0;
   for (; p + 4 <= n; p += 4) {
 #pragma GCC unroll 4
@@ -106,6 +108,8 @@ float ScoresFixed(const float* q, const float* k_base, const float* v_base, cons
 float ScoresAny(const float* q, const float* k_base, const float* v_base, const int64_t* off,
                 int64_t n, int64_t d, float scale, float* scores) {
   float mx = -INFINITY;
+  for (int64_t a = 0; a < kKvPrefetchKeys && a < n; ++a)
+    PrefetchKvRow(k_base + off[a], v_base + off[a], d);
   for (int64_t p = 0; p < n; ++p) {
     const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
     PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], d);
@@ -136,6 +140,8 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const floa
   // Scores: lane h of key p's vector is head h's (scaled) q . k.
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
+  for (int64_t p = 0; p < kKvPrefetchKeys && p < n; ++p)
+    PrefetchKvRow(k_base + off[p], v_base + off[p], 16 * D16);
   for (int64_t p = 0; p < n; ++p) {
     const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
     PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], 16 * D16);

@@ -94,6 +94,8 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
   // Scores, four keys at a time for independent FMA chains; each key's sequence is the same as
   // alone (one accumulator over d in element order, then SumOfLanes).
   float mx = -INFINITY;
+  for (int64_t a = 0; a < kKvPrefetchKeys && a < n_keys; ++a)
+    PrefetchKvRow(k_base + row_off[a], v_base + row_off[a], d);
   int64_t p = 0;
   for (; p + 4 <= n_keys; p += 4) {
     for (int64_t j = p; j < p + 4; ++j) {

@@ -224,7 +224,8 @@ void QuantBlockSums(const float* x, int64_t rows, int64_t ldx, int64_t k, int64_
 // x as two BF16 halves (hi + lo, 2^-17 of |x|), 2 integer ops per 32 weights.
 bool NibbleBf16Supports(const QuantTensor& w, const CpuFeatures& features);
 // Splits rows of x [rows, k] into the kernel's layout for weights of `type`: xs [rows, ldxs >= 2k]
-// BF16 values and xsum [rows, ldxsum >= k / 8] lane sums. hi_only: x rounded to BF16, no lo half.
+// BF16 values of 16 x and xsum [rows, ldxsum >= k / 4] lane sums (per group of 128: 16 of x, then
+// 16 of 16 x). hi_only: x rounded to BF16, no lo half.
 void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ldx, int64_t k,
                         uint16_t* xs, int64_t ldxs, float* xsum, int64_t ldxsum, bool hi_only);
 void QuantLinearNibbleBf16(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,

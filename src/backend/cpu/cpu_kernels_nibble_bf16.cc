@@ -13,7 +13,8 @@
 // lo = bf16(x - hi), and every weight meets both, so x is represented to 2^-17 of its magnitude
 // (BF16 activations alone moved the golden logits past their tolerance). Products of BF16 values
 // are exact in F32 and accumulate in F32. Per 32 weights: 2 integer ops + 2 vdpbf16ps, against 7
-// ops for the F32 kernel.
+// ops for the F32 kernel. The values stored are those of 16 x (exact: a power of two), so that the
+// 16 of m = 1 + q/16 needs no multiply per group and row (below).
 //
 // Layout (NibbleBf16PrepareX): word w of a group holds 4 elements, nibble n (bits 4n..4n+3) being
 // element E(n, w) of the group: AWQ (byte 2w: elements 4w, 4w+1; byte 2w+1: 4w+2, 4w+3):
@@ -21,12 +22,19 @@
 // element j, high = j + 16): E = 32b + j + 16(n%2). The kernel needs x[E(n, w)] in lane w, so a
 // group of x is stored as 4 vectors of 32 hi values then 4 of 32 lo values (512 bytes).
 // vdpbf16ps lane l sums words 2l and 2l+1, so xsum lane l is the sum of hi + lo over the 8
-// elements of those two words; for Q4_0 the lane lies in one block (l/4), whose scale d is
-// broadcast to that lane.
+// elements of those two words, and xsum16 the same of the stored (16 x) values; for Q4_0 the lane
+// lies in one block (l/4), whose scale d is broadcast to that lane. Per group xsum then xsum16,
+// 16 floats each.
 //
-// Per group g and weight row: a = -(1 + z/16) * xsum_g (z: AWQ zero point, 8 for Q4_0), b = 0;
-// for n = 0, 1: a = dpbf16(a, hi_n, m_n); a = dpbf16(a, lo_n, m_n), and b likewise over n = 2, 3
-// (two chains: vdpbf16ps latency); acc = fma(16 * scale, a + b, acc). That sequence depends on K
+// Per group g and weight row: a = -(z * xsum_g) - xsum16_g (one FMA; tiles of several rows of x
+// compute the same value as xsum16_g * -(1 + z/16), one product; z: the AWQ zero point, 8 for
+// Q4_0), b = 0; for n = 0, 1: a = dpbf16(a, hi_n, m_n); a = dpbf16(a, lo_n, m_n), and b likewise
+// over n = 2, 3 (two chains: vdpbf16ps latency); acc = fma(scale, a + b, acc). Every value is 16
+// times that of the same sequence on x itself with 16 x scale at the end, i.e. the same bits (the
+// scaling commutes with each rounding) except where vdpbf16ps flushes denormals (or 16 x overflows,
+// |x| >= 2^124); the zero point and the scale are broadcast from memory, not computed per group and
+// row (135 -> 118 instructions per 4 rows x 128 weights in the decode tile, which is bound by its
+// instruction count; AWQ W4A16 16-sequence decode +18 %, prefill +24 %). That sequence depends on K
 // only, not on the tile, the batch or the threads (batch invariance), like every kernel here.
 #if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
 
@@ -74,8 +82,13 @@ struct NibbleGroupFormat<QuantType::kAwq4> {
   static Row RowOf(const PreparedQuant& p, int64_t r) { return AwqRowOf(p, r); }
   static constexpr int64_t kGroupBytes = 64;
   static __m512i Nibbles(const Row& row, int64_t g) { return _mm512_loadu_si512(row.q + g * 64); }
-  static __m512 Scale16(const Row& row, int64_t g) { return _mm512_set1_ps(16.f * row.scales[g]); }
-  // -(1 + z/16): exact for the integer zero points 0..15.
+  static __m512 Scale(const Row& row, int64_t g) { return _mm512_set1_ps(row.scales[g]); }
+  // -(z * xsum) - xsum16.
+  static __m512 ZeroTerm(const Row& row, int64_t g, __m512 xsum, __m512 xsum16) {
+    return _mm512_fnmsub_ps(_mm512_set1_ps(row.zeros[g]), xsum, xsum16);
+  }
+  // -(1 + z/16), exact for the integer zero points: xsum16 times it is the same value, for tiles
+  // with several rows of x (computed once per weight row, used for each).
   static __m512 NegOnePlusZ16(const Row& row, int64_t g) {
     return _mm512_set1_ps(-(1.f + row.zeros[g] * 0.0625f));
   }
@@ -95,10 +108,14 @@ struct NibbleGroupFormat<QuantType::kQ4_0> {
     return _mm512_permutex2var_epi8(_mm512_loadu_si512(p), NibbleIndex(),
                                     _mm512_loadu_si512(p + 8));
   }
-  static __m512 Scale16(const Row& row, int64_t g) {
+  static __m512 Scale(const Row& row, int64_t g) {
     const __m512i scales =
         _mm512_permutexvar_epi16(ScaleIndex(), _mm512_loadu_si512(row.q + g * 72));
-    return _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(scales)), _mm512_set1_ps(16.f));
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(scales));
+  }
+  // -(8 * xsum) - xsum16 = -1.5 * xsum16 (exact).
+  static __m512 ZeroTerm(const Row&, int64_t, __m512, __m512 xsum16) {
+    return _mm512_mul_ps(xsum16, _mm512_set1_ps(-1.5f));
   }
   static __m512 NegOnePlusZ16(const Row&, int64_t) { return _mm512_set1_ps(-1.5f); }
   static __m512i NibbleIndex() { return _mm512_load_si512(kQ4_0NibbleIndex.data()); }
@@ -136,12 +153,12 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0
 #pragma GCC unroll 8
       for (int v = 0; v < (kHiOnly ? 4 : 8); ++v)
         xv[v] = AsBh(_mm512_loadu_si512(x + g * kGroupXElems + v * 32));
-      const __m512 xsb = _mm512_loadu_ps(xs + g * 16);
+      const __m512 xsb = _mm512_loadu_ps(xs + g * 32), xsb16 = _mm512_loadu_ps(xs + g * 32 + 16);
       // Two chains per weight row (nibbles 0-1 and 2-3) halve the vdpbf16ps latency chain.
       __m512 ta[NR], tb[NR];
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
-        ta[j] = _mm512_mul_ps(xsb, F::NegOnePlusZ16(rows[j], g));
+        ta[j] = F::ZeroTerm(rows[j], g, xsb, xsb16);
         tb[j] = _mm512_setzero_ps();
       }
 #pragma GCC unroll 8
@@ -158,19 +175,20 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0
       }
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j)
-        acc[0][j] = _mm512_fmadd_ps(F::Scale16(rows[j], g), _mm512_add_ps(ta[j], tb[j]), acc[0][j]);
+        acc[0][j] = _mm512_fmadd_ps(F::Scale(rows[j], g), _mm512_add_ps(ta[j], tb[j]), acc[0][j]);
       continue;
     }
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       __m512bh m[4];
       UnpackGroup(F::Nibbles(rows[j], g), m);
-      const __m512 s16 = F::Scale16(rows[j], g);
+      const __m512 scale = F::Scale(rows[j], g);
       const __m512 nzz = F::NegOnePlusZ16(rows[j], g);
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         const uint16_t* xg = x + i * t.ldxs + g * kGroupXElems;
-        __m512 ta = _mm512_mul_ps(_mm512_loadu_ps(xs + i * t.ldxsum + g * 16), nzz);
+        // ZeroTerm's value: one rounding of the same product.
+        __m512 ta = _mm512_mul_ps(_mm512_loadu_ps(xs + i * t.ldxsum + g * 32 + 16), nzz);
         __m512 tb = _mm512_setzero_ps();
 #pragma GCC unroll 2
         for (int nb = 0; nb < 2; ++nb) {
@@ -182,7 +200,7 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0
             tb = _mm512_dpbf16_ps(tb, AsBh(_mm512_loadu_si512(xg + (6 + nb) * 32)), m[2 + nb]);
         }
         const __m512 tmp = _mm512_add_ps(ta, tb);
-        acc[i][j] = _mm512_fmadd_ps(s16, tmp, acc[i][j]);
+        acc[i][j] = _mm512_fmadd_ps(scale, tmp, acc[i][j]);
       }
     }
   }
@@ -240,6 +258,7 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
     idx[n] = _mm512_load_si512(v);
   }
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512 sixteen = _mm512_set1_ps(16.f), sixteenth = _mm512_set1_ps(0.0625f);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < k / kGroup; ++g) {
       const float* xg = x + r * ldx + g * kGroup;
@@ -247,7 +266,8 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
       // hi and lo of the group's 128 elements in natural order, 32 per vector.
       __m512i hi[4], lo[4];
       for (int v = 0; v < 4; ++v) {
-        const __m512 a = _mm512_loadu_ps(xg + 32 * v), b = _mm512_loadu_ps(xg + 32 * v + 16);
+        const __m512 a = _mm512_mul_ps(_mm512_loadu_ps(xg + 32 * v), sixteen);
+        const __m512 b = _mm512_mul_ps(_mm512_loadu_ps(xg + 32 * v + 16), sixteen);
         const __m256bh ha = _mm512_cvtneps_pbh(a), hb = _mm512_cvtneps_pbh(b);
         const __m512 ra =
             _mm512_sub_ps(a, _mm512_castsi512_ps(_mm512_slli_epi32(
@@ -276,7 +296,9 @@ void NibbleBf16PrepareX(QuantType type, const float* x, int64_t rows, int64_t ld
           sum = _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_and_si512(vec, hi_mask)));
         }
       }
-      _mm512_storeu_ps(xsum + r * ldxsum + g * 16, sum);
+      // `sum` adds the 16 x values: xsum16; xsum is that / 16 (exact).
+      _mm512_storeu_ps(xsum + r * ldxsum + g * 32, _mm512_mul_ps(sum, sixteenth));
+      _mm512_storeu_ps(xsum + r * ldxsum + g * 32 + 16, sum);
     }
   }
 }

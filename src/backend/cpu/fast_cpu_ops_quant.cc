@@ -236,7 +236,7 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
   const int64_t k = task.ldx;
   task.hi_only = bf16_path_ == cpu::Bf16Path::kBf16Dot;
   task.ldxs = 2 * k;
-  task.ldxsum = k / 8;
+  task.ldxsum = k / 4;  // per group of 128: 16 lane sums of x, then the same of 16 x
   task.xs = GrowTo(xb_, t_rows * task.ldxs);
   task.xsum = GrowTo(xsum_, t_rows * task.ldxsum);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {

@@ -143,6 +143,19 @@ inline void PrefetchKvRow(const float* k_row, const float* v_row, int64_t d) {
     __builtin_prefetch(v_row + c, 0, 2);
   }
 }
+// Before the score loop over keys [0, n) (row_off as the attention kernels take it): the first
+// kKvPrefetchKeys keys' rows.
+inline void PrefetchFirstKvRows(const float* k_base, const float* v_base, const int64_t* row_off,
+                                int64_t n, int64_t d) {
+  for (int64_t p = 0; p < kKvPrefetchKeys && p < n; ++p)
+    PrefetchKvRow(k_base + row_off[p], v_base + row_off[p], d);
+}
+// At key p: the rows of key p + kKvPrefetchKeys (the last key's again near the end).
+inline void PrefetchKvRowsAhead(const float* k_base, const float* v_base, const int64_t* row_off,
+                                int64_t p, int64_t n, int64_t d) {
+  const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
+  PrefetchKvRow(k_base + row_off[ahead], v_base + row_off[ahead], d);
+}
 
 // The loop nest every Linear kernel runs: weight rows [n0, n1) in blocks of `block_rows` (kept
 // in L2 while all rows of x pass over them), within a block tiles of up to MR rows of x times NR

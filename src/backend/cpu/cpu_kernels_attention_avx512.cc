@@ -73,15 +73,11 @@ float ScoresFixed(const float* q, const float* k_base, const float* v_base, cons
   for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
-  for (int64_t a = 0; a < kKvPrefetchKeys && a < n; ++a)
-    PrefetchKvRow(k_base + off[a], v_base + off[a], 16 * D16);
+  PrefetchFirstKvRows(k_base, v_base, off, n, 16 * D16);
   int64_t p = 0;
   for (; p + 4 <= n; p += 4) {
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      const int64_t ahead = p + j + kKvPrefetchKeys < n ? p + j + kKvPrefetchKeys : n - 1;
-      PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], 16 * D16);
-    }
+    for (int j = 0; j < 4; ++j) PrefetchKvRowsAhead(k_base, v_base, off, p + j, n, 16 * D16);
     const __m128 s =
         _mm_mul_ps(ReduceAdd4(DotFixed(qv, k_base + off[p]), DotFixed(qv, k_base + off[p + 1]),
                               DotFixed(qv, k_base + off[p + 2]), DotFixed(qv, k_base + off[p + 3])),
@@ -108,11 +104,9 @@ float ScoresFixed(const float* q, const float* k_base, const float* v_base, cons
 float ScoresAny(const float* q, const float* k_base, const float* v_base, const int64_t* off,
                 int64_t n, int64_t d, float scale, float* scores) {
   float mx = -INFINITY;
-  for (int64_t a = 0; a < kKvPrefetchKeys && a < n; ++a)
-    PrefetchKvRow(k_base + off[a], v_base + off[a], d);
+  PrefetchFirstKvRows(k_base, v_base, off, n, d);
   for (int64_t p = 0; p < n; ++p) {
-    const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
-    PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], d);
+    PrefetchKvRowsAhead(k_base, v_base, off, p, n, d);
     const float* kr = k_base + off[p];
     __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(kr));
     for (int64_t c = 16; c < d; c += 16)
@@ -140,11 +134,9 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const floa
   // Scores: lane h of key p's vector is head h's (scaled) q . k.
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
-  for (int64_t p = 0; p < kKvPrefetchKeys && p < n; ++p)
-    PrefetchKvRow(k_base + off[p], v_base + off[p], 16 * D16);
+  PrefetchFirstKvRows(k_base, v_base, off, n, 16 * D16);
   for (int64_t p = 0; p < n; ++p) {
-    const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
-    PrefetchKvRow(k_base + off[ahead], v_base + off[ahead], 16 * D16);
+    PrefetchKvRowsAhead(k_base, v_base, off, p, n, 16 * D16);
     const float* kr = k_base + off[p];
     __m512 kv[D16];
 #pragma GCC unroll 8

@@ -94,14 +94,10 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
   // Scores, four keys at a time for independent FMA chains; each key's sequence is the same as
   // alone (one accumulator over d in element order, then SumOfLanes).
   float mx = -INFINITY;
-  for (int64_t a = 0; a < kKvPrefetchKeys && a < n_keys; ++a)
-    PrefetchKvRow(k_base + row_off[a], v_base + row_off[a], d);
+  PrefetchFirstKvRows(k_base, v_base, row_off, n_keys, d);
   int64_t p = 0;
   for (; p + 4 <= n_keys; p += 4) {
-    for (int64_t j = p; j < p + 4; ++j) {
-      const int64_t ahead = std::min(j + kKvPrefetchKeys, n_keys - 1);
-      PrefetchKvRow(k_base + row_off[ahead], v_base + row_off[ahead], d);
-    }
+    for (int64_t j = p; j < p + 4; ++j) PrefetchKvRowsAhead(k_base, v_base, row_off, j, n_keys, d);
     const float* k0 = k_base + row_off[p];
     const float* k1 = k_base + row_off[p + 1];
     const float* k2 = k_base + row_off[p + 2];

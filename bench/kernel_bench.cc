@@ -120,10 +120,10 @@ void BM_QuantLinear(benchmark::State& state) {
                                            : MakeOps(state.range(4) == 1);
   Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
-  // AWQ4 with group 128, as Qwen's AWQ checkpoints; in the panel layout where the int8 path's
-  // kernel reads it (as CpuBackend::PlaceWeights stores it).
+  // AWQ4 with group 128, as Qwen's AWQ checkpoints; in the panel layout where the path's kernel
+  // reads it (as CpuBackend::PlaceWeights stores it: int8 activations, or AWQ on AVX2 CPUs).
   QuantTensor w = MakeQuant(TheBackend(), type, n, k, 2, nullptr, 128);
-  if (state.range(4) == 2 && static_cast<FastCpuOps&>(ops).QuantLayoutFor(w) != Layout::kRowMajor)
+  if (state.range(4) != 1 && static_cast<FastCpuOps&>(ops).QuantLayoutFor(w) != Layout::kRowMajor)
     w = PanelTiledCopy(TheBackend(), w);
   Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
   for (auto _ : state) {

@@ -321,6 +321,16 @@ bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
 Layout Int8PanelsLayout(QuantType type);
 void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
+// AWQ g128 with F32 activations (W4A16) on AVX2 CPUs: the broadcast-x kernel
+// (cpu_kernels_w4a16_panels_avx2.cc) over the same placed tiles as QuantLinearInt8Panels. x comes
+// prescaled by W4A16PrepareX: xs [rows, ldxs >= k] (element 8c + p times 16^-p for p < 7) and xsum
+// [rows, ldxsum >= k / 128] (each group's sum of x); QuantLinearTask::x / xsum carry them. n0 (and
+// n1 unless it is w.rows) multiples of 16.
+bool W4A16PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
+void W4A16PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, float* xs, int64_t ldxs,
+                   float* xsum, int64_t ldxsum);
+void QuantLinearW4A16Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
+                            int64_t n1);
 // Dense Linear (F32, BF16, F16 weights, F32 activations) on AVX2 CPUs without AVX-512: the
 // broadcast-x kernel (cpu_kernels_dense_panels_avx2.cc) for weights placed in DensePanelsLayout
 // (16-row panels); avx512::LinearPanels gives the same bits on AVX-512 CPUs. n0 a multiple of 16,

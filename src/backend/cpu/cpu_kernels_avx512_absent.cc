@@ -91,6 +91,13 @@ Layout Int8PanelsLayout(QuantType) { return Layout::kRowMajor; }
 void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
+bool W4A16PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
+void W4A16PrepareX(const float*, int64_t, int64_t, int64_t, float*, int64_t, float*, int64_t) {
+  XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
+}
+void QuantLinearW4A16Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
+}
 }  // namespace xinfer::cpu::avx2
 
 namespace xinfer::cpu {

@@ -49,25 +49,14 @@
 namespace xinfer::cpu::avx2 {
 namespace {
 
+using int8_panels::Half;
+using int8_panels::HalfOf;
 using int8_panels::kTileRows;
 
 inline __m256i Broadcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
-}
-
-// Half-panel h: weight rows 8h..8h+7, half `part` of the 16-row tile they lie in.
-struct Half {
-  int8_panels::Tile tile;
-  int64_t part;  // 0: the tile's first 8 rows, 1: the others
-  int rows;      // rows of this half (8, or fewer at the end)
-};
-
-inline Half HalfOf(const QuantTensor& w, int64_t h) {
-  const int8_panels::Tile tile = int8_panels::TileOf(w, h / 2);
-  const int64_t part = h % 2;
-  return {tile, part, static_cast<int>(std::min<int64_t>(8, tile.lanes - part * 8))};
 }
 
 inline __m256i RowMask(int rows) {

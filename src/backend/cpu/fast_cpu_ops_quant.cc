@@ -30,20 +30,30 @@ FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
 
 bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
   const bool uses = int8_activations_ && Int8IsaFor(w) != Int8Isa::kNone;
-  // Only the int8 kernel reads the panel layouts, and PlaceWeights stores them only for it.
-  XI_CHECK_MSG(uses || w.data.layout() == Layout::kRowMajor,
-               "a quantized weight in a panel layout needs the int8 kernel (QuantLayoutFor)");
+  // Only the broadcast-x kernels read the panel layouts, and PlaceWeights stores them only for
+  // them: the int8 ones, or AVX2's W4A16 one for AWQ without int8 activations.
+  XI_CHECK_MSG(uses || w.data.layout() == Layout::kRowMajor || W4A16Panels(w),
+               "a quantized weight in a panel layout needs its panel kernel (QuantLayoutFor)");
   return uses;
 }
 
+bool FastCpuOps::W4A16Panels(const QuantTensor& w) const {
+  // AVX-512 CPUs keep their row-major 4-bit kernels (vdpbf16ps, or F32 FMA without AVX512-BF16).
+  return !int8_activations_ && !features_.avx512 && cpu::avx2::W4A16PanelsSupports(w, features_);
+}
+
 Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
-  static const bool enabled = fast_cpu_ops_internal::EnvSwitchOn("XINFER_INT8_PANELS");
-  // Every CPU with AVX2 reads them: AVX512-VNNI ones with the AVX-512 broadcast-x kernel (batched
-  // decode and prefill ~1.5-2x their row-major int8 kernel's; docs/performance.md, session 14).
-  if (!enabled || !int8_activations_ || w.data.layout() != Layout::kRowMajor ||
-      !cpu::avx2::Int8PanelsSupports(w, features_))
+  static const bool int8_enabled = fast_cpu_ops_internal::EnvSwitchOn("XINFER_INT8_PANELS");
+  static const bool w4a16_enabled = fast_cpu_ops_internal::EnvSwitchOn("XINFER_W4A16_PANELS");
+  if (w.data.layout() != Layout::kRowMajor || !cpu::avx2::Int8PanelsSupports(w, features_))
     return Layout::kRowMajor;
-  return cpu::avx2::Int8PanelsLayout(w.type);
+  // Every CPU with AVX2 reads them with int8 activations: AVX512-VNNI ones with the AVX-512
+  // broadcast-x kernel (batched decode and prefill ~1.5-2x their row-major int8 kernel's;
+  // docs/performance.md, session 14). AWQ with F32 activations on AVX2 CPUs: 2.5x the one-sequence
+  // decode of Highway's dequantize-to-a-panel path (docs/performance.md, session 18).
+  if ((int8_activations_ && int8_enabled) || (W4A16Panels(w) && w4a16_enabled))
+    return cpu::avx2::Int8PanelsLayout(w.type);
+  return Layout::kRowMajor;
 }
 
 void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
@@ -65,6 +75,7 @@ void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t 
 
 FastCpuOps::QuantKernel FastCpuOps::QuantKernelFor(const QuantTensor& w) const {
   if (UsesInt8Activations(w)) return QuantKernel::kInt8;
+  if (w.data.layout() != Layout::kRowMajor) return QuantKernel::kW4A16Panels;  // as checked above
   if (!features_.avx512 || !cpu::avx512::QuantKernelSupports(w)) return QuantKernel::kOther;
   if (cpu::avx512::NibbleBf16Supports(w, features_)) return QuantKernel::kNibbleBf16;
   return QuantKernel::kOther;
@@ -94,10 +105,13 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
   Int8Isa isa = Int8Isa::kNone;
   if (kind == QuantKernel::kInt8) {
     isa = PrepareInt8X(x, parts[0].w->quant(), t_rows, tasks[0]);
+  } else if (kind == QuantKernel::kW4A16Panels) {
+    PrepareW4A16X(x, t_rows, tasks[0]);
   } else {
     PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
   }
   for (size_t i = 1; i < parts.size(); ++i) {
+    tasks[i].x = tasks[0].x;
     tasks[i].hi_only = tasks[0].hi_only;
     tasks[i].xs = tasks[0].xs;
     tasks[i].ldxs = tasks[0].ldxs;
@@ -114,6 +128,8 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
                      const int64_t n0 = u0 * 16, n1 = std::min(tasks[i].ldo, u1 * 16);
                      if (kind == QuantKernel::kInt8) {
                        RunInt8(isa, tasks[i], t_rows, n0, n1);
+                     } else if (kind == QuantKernel::kW4A16Panels) {
+                       cpu::avx2::QuantLinearW4A16Panels(tasks[i], 0, t_rows, n0, n1);
                      } else {
                        cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
                      }
@@ -133,6 +149,17 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     const Int8Isa isa = PrepareInt8X(x, w, t_rows, task);
     ForEachColumnRange(n, t_rows * k,
                        [&](int64_t n0, int64_t n1, int) { RunInt8(isa, task, t_rows, n0, n1); });
+    return;
+  }
+  // AWQ g128 with F32 activations on AVX2 CPUs, placed in the int8 kernel's tiles.
+  if (w.data.layout() != Layout::kRowMajor) {
+    cpu::QuantLinearTask task;
+    const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
+    if (t_rows == 0) return;
+    PrepareW4A16X(x, t_rows, task);
+    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
+      cpu::avx2::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
+    });
     return;
   }
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats
@@ -243,6 +270,17 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
     cpu::avx512::NibbleBf16PrepareX(type, x.data<float>() + r0 * k, r1 - r0, k, k,
                                     xb_.data() + r0 * task.ldxs, task.ldxs,
                                     xsum_.data() + r0 * task.ldxsum, task.ldxsum, task.hi_only);
+  });
+}
+
+void FastCpuOps::PrepareW4A16X(const Tensor& x, int64_t t_rows, cpu::QuantLinearTask& task) {
+  const int64_t k = task.ldx;
+  task.ldxsum = k / 128;
+  task.x = GrowTo(xp_, t_rows * k);
+  task.xsum = GrowTo(xsum_, t_rows * task.ldxsum);
+  ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
+    cpu::avx2::W4A16PrepareX(x.data<float>() + r0 * k, r1 - r0, k, k, xp_.data() + r0 * k, k,
+                             xsum_.data() + r0 * task.ldxsum, task.ldxsum);
   });
 }
 

@@ -1,8 +1,9 @@
-// Where the int8 broadcast-x kernels (cpu_kernels_int8_panels_avx2.cc, _avx512.cc) find the
-// pieces of a weight that CpuBackend placed for them (tensor.h): AWQ g128's codes, scales and
-// zero points in kDwordTiles, GGUF Q4_0's blocks in kQ4_0Tiles, 16-row tiles either way. Both
-// kernels read the same bytes (they give the same bits); this is the one description of where.
-// ISA-neutral, no vector code.
+// Where the broadcast-x kernels (int8 activations: cpu_kernels_int8_panels_avx2.cc, _avx512.cc;
+// AWQ with F32 activations on AVX2: cpu_kernels_w4a16_panels_avx2.cc) find the pieces of a
+// weight that CpuBackend placed for them (tensor.h): AWQ g128's codes, scales and zero points in
+// kDwordTiles, GGUF Q4_0's blocks in kQ4_0Tiles, 16-row tiles either way. The two int8 kernels
+// read the same bytes and give the same bits; this is the one description of where. ISA-neutral,
+// no vector code.
 #pragma once
 
 #include <algorithm>
@@ -50,6 +51,20 @@ inline Tile TileOf(const QuantTensor& w, int64_t j) {
     tile.z = w.zeros.data<float>() + at;
   }
   return tile;
+}
+
+// Half-panel h: weight rows 8h..8h+7 (8 lanes of an AVX2 vector), half `part` of the 16-row tile
+// they lie in.
+struct Half {
+  Tile tile;
+  int64_t part;  // 0: the tile's first 8 rows, 1: the others
+  int rows;      // rows of this half (8, or fewer at the end)
+};
+
+inline Half HalfOf(const QuantTensor& w, int64_t h) {
+  const Tile tile = TileOf(w, h / 2);
+  const int64_t part = h % 2;
+  return {tile, part, static_cast<int>(std::min<int64_t>(8, tile.lanes - part * 8))};
 }
 
 // Block kb (32 weights) of a tile: dword c (0..3) of each of its rows at units + (c x lanes + row)

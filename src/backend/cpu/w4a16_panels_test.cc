@@ -1,0 +1,229 @@
+// AWQ g128 with F32 activations on AVX2's broadcast-x kernel (cpu_kernels_w4a16_panels_avx2.cc):
+// bitwise the per-element sequence its file comment documents (written here as plain scalar
+// std::fma loops over the row-major weight), within F32 rounding of a float64 evaluation of the
+// dequantized weight, bitwise invariant to the rows of x per call, the column ranges and the
+// threads, and through FastCpuOps where CpuBackend places AWQ in the panel tiles (AVX2 CPUs
+// without AVX-512; CTest's XINFER_ISA=avx2 run on AVX-512 hosts).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/fast_cpu_ops.h"
+#include "backend/cpu/linear_test_util.h"
+#include "backend/cpu/quant_test_util.h"
+#include "tensor/quant.h"
+
+namespace xinfer {
+namespace {
+
+class W4A16PanelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!features_.avx2) GTEST_SKIP() << "the W4A16 panel kernel needs AVX2";
+  }
+  Tensor RandomX(int64_t t, int64_t k) {
+    Tensor x = backend_->NewTensor(DType::kF32, {t, k});
+    std::normal_distribution<float> dist;
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng_);
+    return x;
+  }
+  static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
+    return std::memcmp(a, b, n * sizeof(float)) == 0;
+  }
+  // The group sum W4A16PrepareX stores: 8 lane sums over the group's 16 chunks of 8, then
+  // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+  static float GroupSum(const float* x) {
+    float l[8] = {};
+    for (int c = 0; c < 16; ++c)
+      for (int j = 0; j < 8; ++j) l[j] += x[8 * c + j];
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+  }
+  // The documented sequence for out[i, r] from the row-major weight: per group, chains a0 / a1
+  // of fma(q, x) over the even / odd elements of each 8-element chunk in k order, then
+  // acc = fma(s, fma(-z, xsum, a0 + a1), acc); out = acc + bias.
+  static std::vector<float> Documented(const QuantTensor& w, const Tensor& x, const float* bias) {
+    const int64_t t = x.dim(0), n = w.rows, k = w.cols, groups = k / 128;
+    std::vector<float> out(t * n);
+    for (int64_t i = 0; i < t; ++i) {
+      const float* xr = x.data<float>() + i * k;
+      for (int64_t r = 0; r < n; ++r) {
+        float acc = 0.f;
+        for (int64_t g = 0; g < groups; ++g) {
+          float a[2] = {0.f, 0.f};
+          for (int64_t e = 128 * g; e < 128 * (g + 1); ++e) {
+            const uint8_t byte = w.row(r)[e / 2];
+            const float q = static_cast<float>(e % 2 == 0 ? byte & 15 : byte >> 4);
+            a[e % 2] = std::fma(q, xr[e], a[e % 2]);
+          }
+          const float s = w.scales.data<float>()[r * groups + g];
+          const float z = w.zeros.data<float>()[r * groups + g];
+          acc = std::fma(s, std::fma(-z, GroupSum(xr + 128 * g), a[0] + a[1]), acc);
+        }
+        out[i * n + r] = acc + (bias != nullptr ? bias[r] : 0.f);
+      }
+    }
+    return out;
+  }
+  // QuantLinearW4A16Panels over rows [0, t) of x and the column ranges cut at `splits`.
+  static std::vector<float> Kernel(const QuantTensor& tiled, const Tensor& x, const float* bias,
+                                   const std::vector<int64_t>& splits = {}) {
+    const int64_t t = x.dim(0), k = tiled.cols, n = tiled.rows;
+    std::vector<float> xs(t * k), xsum(t * k / 128), out(t * n, -1.f);
+    cpu::avx2::W4A16PrepareX(x.data<float>(), t, k, k, xs.data(), k, xsum.data(), k / 128);
+    cpu::QuantLinearTask task;
+    task.x = xs.data();
+    task.ldx = k;
+    task.xsum = xsum.data();
+    task.ldxsum = k / 128;
+    task.w = &tiled;
+    task.bias = bias;
+    task.out = out.data();
+    task.ldo = n;
+    int64_t n0 = 0;
+    for (int64_t s : splits) {
+      cpu::avx2::QuantLinearW4A16Panels(task, 0, t, n0, s);
+      n0 = s;
+    }
+    cpu::avx2::QuantLinearW4A16Panels(task, 0, t, n0, n);
+    return out;
+  }
+
+  const cpu::CpuFeatures& features_ = cpu::DetectCpuFeatures();
+  std::unique_ptr<Backend> backend_ = CreateCpuBackend();
+  std::mt19937 rng_{23};
+};
+
+// Every tile of the kernel (1 row of x on 1..4 half-panels, 2..4 rows on one, the masked short
+// last tile) against the documented sequence, bit for bit, and against float64 of the
+// dequantized weight; column ranges that start past the first tile; with and without a bias.
+// A change of the prescaling, the chains' split or the group epilogue fails it.
+TEST_F(W4A16PanelsTest, KernelIsBitwiseTheDocumentedSequence) {
+  for (int64_t k : {128, 256, 896}) {
+    for (int64_t n : {16, 32, 48, 64, 80, 77, 8, 5, 29}) {
+      std::vector<float> deq;
+      QuantTensor w =
+          MakeQuant(*backend_, QuantType::kAwq4, n, k, static_cast<uint32_t>(7 * n + k), &deq, 128);
+      QuantTensor tiled = PanelTiledCopy(*backend_, w);
+      ASSERT_TRUE(cpu::avx2::W4A16PanelsSupports(tiled, features_));
+      Tensor bias = RandomX(1, n);
+      for (int64_t t : {1, 2, 3, 4, 5, 9}) {
+        Tensor x = RandomX(t, k);
+        for (bool with_bias : {true, false}) {
+          const float* b = with_bias ? bias.data<float>() : nullptr;
+          const std::string label = "K=" + std::to_string(k) + " N=" + std::to_string(n) +
+                                    " T=" + std::to_string(t) + " bias " +
+                                    std::to_string(with_bias);
+          const std::vector<float> got = Kernel(tiled, x, b);
+          ASSERT_TRUE(BitwiseEqual(got.data(), Documented(w, x, b).data(), t * n)) << label;
+          for (int64_t i = 0; i < t; ++i) {
+            for (int64_t r = 0; r < n; ++r) {
+              double want = b != nullptr ? b[r] : 0.0, mag = std::fabs(want);
+              for (int64_t e = 0; e < k; ++e) {
+                const double p = static_cast<double>(deq[r * k + e]) * x.data<float>()[i * k + e];
+                want += p;
+                mag += std::fabs(p);
+              }
+              ASSERT_NEAR(got[i * n + r], want, 2e-6 * mag + 1e-6)
+                  << label << " row " << i << " col " << r;
+            }
+          }
+          if (n > 16) {  // ranges [0, 16), [16, n): the same bits
+            ASSERT_TRUE(BitwiseEqual(Kernel(tiled, x, b, {16}).data(), got.data(), t * n))
+                << label << " split";
+          }
+        }
+      }
+    }
+  }
+}
+
+// W4A16PrepareX: x prescaled by 16^-p per element 8c + p (p < 7), group sums in the documented
+// order; the rows are independent (a row prepared with others is the row prepared alone).
+TEST_F(W4A16PanelsTest, PrepareXPrescalesAndSumsGroups) {
+  const int64_t t = 3, k = 384;
+  Tensor x = RandomX(t, k);
+  std::vector<float> xs(t * k), xsum(t * 3);
+  cpu::avx2::W4A16PrepareX(x.data<float>(), t, k, k, xs.data(), k, xsum.data(), 3);
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t e = 0; e < k; ++e) {
+      const int p = static_cast<int>(e % 8);
+      ASSERT_EQ(xs[i * k + e], std::ldexp(x.data<float>()[i * k + e], p < 7 ? -4 * p : 0))
+          << "row " << i << " element " << e;
+    }
+    for (int64_t g = 0; g < 3; ++g)
+      ASSERT_EQ(xsum[i * 3 + g], GroupSum(x.data<float>() + i * k + 128 * g)) << i << " " << g;
+  }
+}
+
+// Through FastCpuOps as CpuBackend places AWQ g128 on AVX2 CPUs without AVX-512 and without int8
+// activations: the layout is the panel tiles, QuantLinear gives the kernel's bits for any rows of
+// x per call and any threads, LinearMany of such parts is bitwise the separate calls. Elsewhere
+// (AVX-512 CPUs, int8 activations, other group sizes) the placement is what it was.
+TEST_F(W4A16PanelsTest, FastCpuOpsPlacesAndRunsAwqOnThePanelsWithoutAvx512) {
+  FastCpuOps ops(false, 2);
+  QuantTensor awq = MakeQuant(*backend_, QuantType::kAwq4, 77, 896, 3, nullptr, 128);
+  if (features_.avx512) {
+    EXPECT_EQ(ops.QuantLayoutFor(awq), Layout::kRowMajor);
+    GTEST_SKIP() << "AVX-512 CPUs keep their row-major 4-bit kernels (CTest runs this suite "
+                    "again under XINFER_ISA=avx2)";
+  }
+  ASSERT_EQ(ops.QuantLayoutFor(awq), Layout::kDwordTiles);
+  EXPECT_EQ(ops.QuantLayoutFor(MakeQuant(*backend_, QuantType::kAwq4, 16, 256, 1, nullptr, 64)),
+            Layout::kRowMajor);
+  EXPECT_EQ(ops.QuantLayoutFor(MakeQuant(*backend_, QuantType::kQ4_0, 16, 256, 1, nullptr)),
+            Layout::kRowMajor);
+  QuantTensor tiled = PanelTiledCopy(*backend_, awq);
+  EXPECT_FALSE(ops.UsesInt8Activations(tiled));
+  const int64_t t = 19, n = awq.rows, k = awq.cols;
+  Tensor x = RandomX(t, k);
+  std::fill_n(x.data<float>() + 3 * k, k, 0.f);  // a zero row gives the bias exactly
+  Tensor bias = RandomX(1, n);
+  Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+  ops.QuantLinear(x, tiled, &bias, full);
+  ASSERT_TRUE(BitwiseEqual(full.data<float>(), Kernel(tiled, x, bias.data<float>()).data(), t * n));
+  ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n));
+  for (int threads : {1, 3}) {
+    FastCpuOps ops_n(false, threads);
+    for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
+      for (int64_t r = 0; r < t; r += chunk) {
+        const int64_t e = std::min(t, r + chunk);
+        Tensor xs = backend_->NewTensor(DType::kF32, {e - r, k});
+        std::memcpy(xs.raw(), x.data<float>() + r * k, (e - r) * k * sizeof(float));
+        Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
+        ops_n.QuantLinear(xs, tiled, &bias, ys);
+        ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+            << "rows " << r << ".." << e << " threads " << threads;
+      }
+    }
+  }
+  std::vector<Weight> parts;
+  std::vector<Tensor> biases;
+  for (int64_t rows : {203, 37, 48}) {
+    parts.emplace_back(
+        PanelTiledCopy(*backend_, MakeQuant(*backend_, QuantType::kAwq4, rows, 256,
+                                            static_cast<uint32_t>(rows), nullptr, 128)));
+    biases.push_back(RandomX(1, rows));
+  }
+  for (int64_t rows_x : {1, 5, 9}) {
+    Tensor xm = RandomX(rows_x, 256);
+    for (int threads : {1, 3}) {
+      FastCpuOps ops_n(false, threads);
+      ExpectLinearManyMatchesSeparate(*backend_, ops_n, xm, parts, biases,
+                                      "threads " + std::to_string(threads));
+      if (HasFatalFailure()) return;
+    }
+  }
+  // With int8 activations the same weight goes to the int8 kernel's tiles and kernel.
+  FastCpuOps int8(false, 2, /*int8_activations=*/true);
+  EXPECT_EQ(int8.QuantLayoutFor(awq), Layout::kDwordTiles);
+  EXPECT_TRUE(int8.UsesInt8Activations(tiled));
+}
+
+}  // namespace
+}  // namespace xinfer

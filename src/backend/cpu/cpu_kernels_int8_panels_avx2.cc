@@ -46,6 +46,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi2")
 
+#include "backend/cpu/panels_avx2.h"
+
 namespace xinfer::cpu::avx2 {
 namespace {
 
@@ -57,10 +59,6 @@ inline __m256i Broadcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
-}
-
-inline __m256i RowMask(int rows) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // Block kb's codes, scales and offset for one half-panel (int8_panels_layout.h, the half's 8
@@ -113,7 +111,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
 #pragma GCC unroll 4
   for (int h = 0; h < NH; ++h) half[h] = HalfOf(w, h0 + h);
   const int64_t unit_bytes = kFull ? 4 * kTileRows : 4 * half[0].tile.lanes;
-  const __m256i mask = RowMask(kFull ? 8 : half[0].rows);
+  const __m256i mask = panels::RowMask(kFull ? 8 : half[0].rows);
   const int8_t* xq[MR];
   const float* aux[MR];
 #pragma GCC unroll 4
@@ -127,16 +125,9 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
 #pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) acc[i][h] = _mm256_setzero_ps();
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  // The tile's rows are one contiguous range (half-panels lie in row order); sweep the next
-  // tile's range a block's share at a time, one tile ahead.
-  const int64_t row_bytes = static_cast<int64_t>(w.row_bytes());
-  const int64_t tile_bytes = NH * 8 * row_bytes;
-  const uint8_t* prefetch_from =
-      static_cast<const uint8_t*>(w.data.raw()) + h0 * 8 * row_bytes + tile_bytes;
-  const int64_t prefetch_step = tile_bytes / blocks;
+  const panels::NextTilePrefetch prefetch(w, h0, NH);
   for (int64_t kb = 0; kb < blocks; ++kb) {
-    for (int64_t o = 0; o < prefetch_step; o += 64)
-      __builtin_prefetch(prefetch_from + kb * prefetch_step + o, 0, 2);
+    prefetch.Block(kb);
     typename F::At at[NH];
 #pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) at[h] = F::Block(w, half[h], kb);
@@ -180,67 +171,19 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
       }
     }
   }
-#pragma GCC unroll 4
-  for (int h = 0; h < NH; ++h) {
-    const int64_t n = (h0 + h) * 8;
-    const __m256 bias = t.bias == nullptr ? _mm256_setzero_ps()
-                        : kFull           ? _mm256_loadu_ps(t.bias + n)
-                                          : _mm256_maskload_ps(t.bias + n, mask);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      float* out = t.out + (r0 + i) * t.ldo + n;
-      const __m256 v = _mm256_add_ps(acc[i][h], bias);
-      if (kFull) {
-        _mm256_storeu_ps(out, v);
-      } else {
-        _mm256_maskstore_ps(out, mask, v);
-      }
-    }
-  }
+  panels::StoreTile<MR, NH, kFull>(t, r0, h0, acc, mask);
 }
 
-using PanelTileFn = void (*)(const QuantLinearTask&, int64_t, int64_t);
 // Up to 4 rows of x on one half-panel (each unpacked weight register serves every row; the x
 // broadcasts are used at once, so 16 registers hold it), or one row on four half-panels (four
-// accumulator chains).
-constexpr int kMr = 4;
+// accumulator chains): panels::TileTables.
 template <class F>
-struct Tiles {
-  static constexpr PanelTileFn kRows[kMr] = {PanelTile<F, 1, 1, true>, PanelTile<F, 2, 1, true>,
-                                             PanelTile<F, 3, 1, true>, PanelTile<F, 4, 1, true>};
-  static constexpr PanelTileFn kGemv[4] = {PanelTile<F, 1, 1, true>, PanelTile<F, 1, 2, true>,
-                                           PanelTile<F, 1, 3, true>, PanelTile<F, 1, 4, true>};
-  static constexpr PanelTileFn kShort[kMr] = {PanelTile<F, 1, 1, false>, PanelTile<F, 2, 1, false>,
-                                              PanelTile<F, 3, 1, false>, PanelTile<F, 4, 1, false>};
-};
-
-template <class F>
-void PanelsLinear(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
-  const QuantTensor& w = *t.w;
-  XI_CHECK_MSG(n0 % kTileRows == 0 && (n1 % kTileRows == 0 || n1 == w.rows),
-               "a panel range must start and end at 16-row tiles");
-  // Half-panels [h_begin, h_full) lie in whole 16-row tiles; those of the weight's short last
-  // tile (fewer than 16 rows) go masked, one at a time.
-  const int64_t h_begin = n0 / 8, h_full = std::min(n1, w.rows / kTileRows * kTileRows) / 8;
-  // Blocks of weight rows that stay in L2 while every row of x passes over them.
-  const int64_t block =
-      std::max<int64_t>(4, (256 << 10) / (8 * static_cast<int64_t>(w.row_bytes())) / 4 * 4);
-  for (int64_t bs = h_begin; bs < h_full; bs += block) {
-    const int64_t be = std::min(h_full, bs + block);
-    if (t1 - t0 == 1) {
-      for (int64_t h = bs; h < be; h += 4)
-        Tiles<F>::kGemv[std::min<int64_t>(4, be - h) - 1](t, t0, h);
-      continue;
-    }
-    for (int64_t r = t0; r < t1; r += kMr) {
-      const PanelTileFn tile = Tiles<F>::kRows[std::min<int64_t>(kMr, t1 - r) - 1];
-      for (int64_t h = bs; h < be; ++h) tile(t, r, h);
-    }
+struct Kernel {
+  template <int MR, int NH, bool kFull>
+  static void Tile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
+    PanelTile<F, MR, NH, kFull>(t, r0, h0);
   }
-  for (int64_t h = std::max(h_begin, h_full); h * 8 < n1; ++h)
-    for (int64_t r = t0; r < t1; r += kMr)
-      Tiles<F>::kShort[std::min<int64_t>(kMr, t1 - r) - 1](t, r, h);
-}
+};
 
 }  // namespace
 
@@ -256,8 +199,8 @@ Layout Int8PanelsLayout(QuantType type) { return int8_panels::LayoutOf(type); }
 void QuantLinearInt8Panels(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1) {
   int8_panels::CheckPlaced(*t.w);
-  if (t.w->type == QuantType::kAwq4) return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
-  PanelsLinear<Q4_0Panels>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kAwq4) return panels::RunPanels<Kernel<AwqPanels>>(t, t0, t1, n0, n1);
+  panels::RunPanels<Kernel<Q4_0Panels>>(t, t0, t1, n0, n1);
 }
 
 }  // namespace xinfer::cpu::avx2

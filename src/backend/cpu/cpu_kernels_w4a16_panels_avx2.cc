@@ -33,6 +33,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 
+#include "backend/cpu/panels_avx2.h"
+
 namespace xinfer::cpu::avx2 {
 namespace {
 
@@ -40,10 +42,6 @@ using int8_panels::Half;
 using int8_panels::HalfOf;
 using int8_panels::kGroup;
 using int8_panels::kTileRows;
-
-inline __m256i RowMask(int rows) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 // Code p (0..7) of each lane's dword, times 16^p for p < 7 (see the file comment).
 template <int P>
@@ -75,7 +73,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
 #pragma GCC unroll 4
   for (int h = 0; h < NH; ++h) half[h] = HalfOf(w, h0 + h);
   const int64_t unit_bytes = kFull ? 4 * kTileRows : 4 * half[0].tile.lanes;
-  const __m256i mask = RowMask(kFull ? 8 : half[0].rows);
+  const __m256i mask = panels::RowMask(kFull ? 8 : half[0].rows);
   const float* x[MR];
   const float* xsum[MR];
 #pragma GCC unroll 4
@@ -88,14 +86,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) acc[i][h] = _mm256_setzero_ps();
-  // The halves' rows are one contiguous range; sweep the next tile's range a block's share at a
-  // time, one tile ahead (as the int8 panel kernel does).
-  const int64_t row_bytes = static_cast<int64_t>(w.row_bytes());
-  const int64_t tile_bytes = NH * 8 * row_bytes;
-  const uint8_t* prefetch_from =
-      static_cast<const uint8_t*>(w.data.raw()) + h0 * 8 * row_bytes + tile_bytes;
-  const int64_t blocks = w.cols / 32;
-  const int64_t prefetch_step = tile_bytes / blocks;
+  const panels::NextTilePrefetch prefetch(w, h0, NH);
   for (int64_t g = 0; g < groups; ++g) {
     __m256 a[MR][NH][2];
 #pragma GCC unroll 4
@@ -104,8 +95,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
       for (int h = 0; h < NH; ++h) a[i][h][0] = a[i][h][1] = _mm256_setzero_ps();
     int8_panels::AwqBlock at[NH];
     for (int64_t kb = g * (kGroup / 32); kb < (g + 1) * (kGroup / 32); ++kb) {
-      for (int64_t o = 0; o < prefetch_step; o += 64)
-        __builtin_prefetch(prefetch_from + kb * prefetch_step + o, 0, 2);
+      prefetch.Block(kb);
 #pragma GCC unroll 4
       for (int h = 0; h < NH; ++h) {
         at[h] = int8_panels::AwqBlockOf(half[h].tile, kb);
@@ -147,35 +137,18 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
       }
     }
   }
-#pragma GCC unroll 4
-  for (int h = 0; h < NH; ++h) {
-    const int64_t n = (h0 + h) * 8;
-    const __m256 bias = t.bias == nullptr ? _mm256_setzero_ps()
-                        : kFull           ? _mm256_loadu_ps(t.bias + n)
-                                          : _mm256_maskload_ps(t.bias + n, mask);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      float* out = t.out + (r0 + i) * t.ldo + n;
-      const __m256 v = _mm256_add_ps(acc[i][h], bias);
-      if (kFull) {
-        _mm256_storeu_ps(out, v);
-      } else {
-        _mm256_maskstore_ps(out, mask, v);
-      }
-    }
-  }
+  panels::StoreTile<MR, NH, kFull>(t, r0, h0, acc, mask);
 }
 
-using PanelTileFn = void (*)(const QuantLinearTask&, int64_t, int64_t);
 // Up to 4 rows of x on one half-panel (each code register serves every row: 8 chains + 4 sums +
-// 3 temporaries fill the 16 registers), or one row on four half-panels (eight chains).
-constexpr int kMr = 4;
-constexpr PanelTileFn kRows[kMr] = {PanelTile<1, 1, true>, PanelTile<2, 1, true>,
-                                    PanelTile<3, 1, true>, PanelTile<4, 1, true>};
-constexpr PanelTileFn kGemv[4] = {PanelTile<1, 1, true>, PanelTile<1, 2, true>,
-                                  PanelTile<1, 3, true>, PanelTile<1, 4, true>};
-constexpr PanelTileFn kShort[kMr] = {PanelTile<1, 1, false>, PanelTile<2, 1, false>,
-                                     PanelTile<3, 1, false>, PanelTile<4, 1, false>};
+// 3 temporaries fill the 16 registers), or one row on four half-panels (eight chains):
+// panels::TileTables.
+struct Kernel {
+  template <int MR, int NH, bool kFull>
+  static void Tile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
+    PanelTile<MR, NH, kFull>(t, r0, h0);
+  }
+};
 
 }  // namespace
 
@@ -212,27 +185,7 @@ void QuantLinearW4A16Panels(const QuantLinearTask& t, int64_t t0, int64_t t1, in
   const QuantTensor& w = *t.w;
   int8_panels::CheckPlaced(w);
   XI_CHECK(w.type == QuantType::kAwq4);
-  XI_CHECK_MSG(n0 % kTileRows == 0 && (n1 % kTileRows == 0 || n1 == w.rows),
-               "a panel range must start and end at 16-row tiles");
-  // Half-panels [h_begin, h_full) lie in whole 16-row tiles; those of the weight's short last
-  // tile go masked, one at a time.
-  const int64_t h_begin = n0 / 8, h_full = std::min(n1, w.rows / kTileRows * kTileRows) / 8;
-  // Blocks of weight rows that stay in L2 while every row of x passes over them.
-  const int64_t block =
-      std::max<int64_t>(4, (256 << 10) / (8 * static_cast<int64_t>(w.row_bytes())) / 4 * 4);
-  for (int64_t bs = h_begin; bs < h_full; bs += block) {
-    const int64_t be = std::min(h_full, bs + block);
-    if (t1 - t0 == 1) {
-      for (int64_t h = bs; h < be; h += 4) kGemv[std::min<int64_t>(4, be - h) - 1](t, t0, h);
-      continue;
-    }
-    for (int64_t r = t0; r < t1; r += kMr) {
-      const PanelTileFn tile = kRows[std::min<int64_t>(kMr, t1 - r) - 1];
-      for (int64_t h = bs; h < be; ++h) tile(t, r, h);
-    }
-  }
-  for (int64_t h = std::max(h_begin, h_full); h * 8 < n1; ++h)
-    for (int64_t r = t0; r < t1; r += kMr) kShort[std::min<int64_t>(kMr, t1 - r) - 1](t, r, h);
+  panels::RunPanels<Kernel>(t, t0, t1, n0, n1);
 }
 
 }  // namespace xinfer::cpu::avx2

@@ -52,9 +52,6 @@ class FastCpuOpsTest : public ::testing::Test {
     std::memcpy(c.raw(), t.raw(), t.size_bytes());
     return c;
   }
-  static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
-    return std::memcmp(a, b, n * sizeof(float)) == 0;
-  }
   // Runs linear(ops, xs, ys) on row chunks of x of each size in `chunks`, each size on one thread
   // count, cycling 1, 2, 3 (every size and every count at a third of the cost of all pairs: these
   // tests run under qemu, on SVE, too), and expects every chunk bitwise equal to its rows of

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -82,9 +83,6 @@ class Int8ActivationsTest : public ::testing::Test {
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng_);
     return x;
   }
-  static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
-    return std::memcmp(a, b, n * sizeof(float)) == 0;
-  }
   // `got` = x w^T + bias as the plain int8 evaluation gives it (w row-major): Q4_0 / Q8_0 / AWQ
   // from integer block dots of the bytes as the formats describe them (exact_blocks), the other
   // formats from the engine's dequantized row (DequantizeRow, checked against ggml's bytes by the
@@ -126,24 +124,13 @@ class Int8ActivationsTest : public ::testing::Test {
       }
     }
   }
-  // The rows of x in calls of 1..5 and 19 rows, on 1 and 3 threads, give bitwise `full`.
+  // QuantLinear on ops with int8 activations is bitwise `full` for any rows of x per call and
+  // any threads.
   void ExpectBitwiseBatchInvariant(const QuantTensor& w, const Tensor& x, const Tensor& bias,
                                    const Tensor& full, const std::string& label) {
-    const int64_t t = x.dim(0), k = w.cols, n = w.rows;
-    for (int threads : {1, 3}) {
-      FastCpuOps ops_n(false, threads, true);
-      for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
-        for (int64_t r = 0; r < t; r += chunk) {
-          const int64_t e = std::min(t, r + chunk);
-          Tensor xs = backend_->NewTensor(DType::kF32, {e - r, k});
-          std::memcpy(xs.raw(), x.data<float>() + r * k, (e - r) * k * sizeof(float));
-          Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-          ops_n.QuantLinear(xs, w, &bias, ys);
-          ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-              << label << " rows " << r << ".." << e << " threads " << threads;
-        }
-      }
-    }
+    ExpectQuantLinearBatchInvariant(
+        *backend_, [](int threads) { return std::make_unique<FastCpuOps>(false, threads, true); },
+        w, x, &bias, full, label);
   }
 
   const cpu::CpuFeatures& features_ = cpu::DetectCpuFeatures();

@@ -1,15 +1,47 @@
-// Test helper shared by the kernel suites: LinearMany against separate Linear calls.
+// Test helpers shared by the kernel suites: bitwise comparison, QuantLinear's batch and thread
+// invariance, LinearMany against separate Linear calls.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 
 namespace xinfer {
+
+inline bool BitwiseEqual(const float* a, const float* b, int64_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+// QuantLinear of the rows of x in calls of 1..5 and 19 rows, on ops made for 1 and 3 threads
+// (make_ops(threads)), gives bitwise `full` (x times w in one call): the kernels' results depend
+// on neither the batch nor the threads.
+inline void ExpectQuantLinearBatchInvariant(
+    Backend& backend, const std::function<std::unique_ptr<Ops>(int)>& make_ops,
+    const QuantTensor& w, const Tensor& x, const Tensor* bias, const Tensor& full,
+    const std::string& label) {
+  const int64_t t = x.dim(0), k = w.cols, n = w.rows;
+  for (int threads : {1, 3}) {
+    const std::unique_ptr<Ops> ops = make_ops(threads);
+    for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
+      for (int64_t r = 0; r < t; r += chunk) {
+        const int64_t e = std::min(t, r + chunk);
+        Tensor xs = backend.NewTensor(DType::kF32, {e - r, k});
+        std::memcpy(xs.raw(), x.data<float>() + r * k, (e - r) * k * sizeof(float));
+        Tensor ys = backend.NewTensor(DType::kF32, {e - r, n});
+        ops->QuantLinear(xs, w, bias, ys);
+        ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
+            << label << " rows " << r << ".." << e << " threads " << threads;
+      }
+    }
+  }
+}
 
 // LinearMany of x with the weights `w` (biases b, none on part 1) against separate Linears:
 // bitwise the same, part by part.

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,9 +33,6 @@ class W4A16PanelsTest : public ::testing::Test {
     std::normal_distribution<float> dist;
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng_);
     return x;
-  }
-  static bool BitwiseEqual(const float* a, const float* b, int64_t n) {
-    return std::memcmp(a, b, n * sizeof(float)) == 0;
   }
   // The group sum W4A16PrepareX stores: 8 lane sums over the group's 16 chunks of 8, then
   // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
@@ -188,20 +186,10 @@ TEST_F(W4A16PanelsTest, FastCpuOpsPlacesAndRunsAwqOnThePanelsWithoutAvx512) {
   ops.QuantLinear(x, tiled, &bias, full);
   ASSERT_TRUE(BitwiseEqual(full.data<float>(), Kernel(tiled, x, bias.data<float>()).data(), t * n));
   ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n));
-  for (int threads : {1, 3}) {
-    FastCpuOps ops_n(false, threads);
-    for (int64_t chunk : {1, 2, 3, 4, 5, 19}) {
-      for (int64_t r = 0; r < t; r += chunk) {
-        const int64_t e = std::min(t, r + chunk);
-        Tensor xs = backend_->NewTensor(DType::kF32, {e - r, k});
-        std::memcpy(xs.raw(), x.data<float>() + r * k, (e - r) * k * sizeof(float));
-        Tensor ys = backend_->NewTensor(DType::kF32, {e - r, n});
-        ops_n.QuantLinear(xs, tiled, &bias, ys);
-        ASSERT_TRUE(BitwiseEqual(ys.data<float>(), full.data<float>() + r * n, (e - r) * n))
-            << "rows " << r << ".." << e << " threads " << threads;
-      }
-    }
-  }
+  ExpectQuantLinearBatchInvariant(
+      *backend_, [](int threads) { return std::make_unique<FastCpuOps>(false, threads); }, tiled, x,
+      &bias, full, "AWQ g128 on the panels");
+  if (HasFatalFailure()) return;
   std::vector<Weight> parts;
   std::vector<Tensor> biases;
   for (int64_t rows : {203, 37, 48}) {

@@ -152,9 +152,9 @@ TEST(CpuBackendTest, AwqPartsAreDwordTiledForTheBroadcastXKernels) {
     std::vector<Tensor> placed = backend->PlaceWeights(
         {{{w.data, false, &w}, {w.scales, false, &w}, {w.zeros, false, &w}, {other, false}}});
     ASSERT_EQ(placed.size(), 4u);
-    // FastCpuOps::QuantLayoutFor: the int8 kernel's tiles, which AVX2's W4A16 kernel reads too
-    // (AWQ without int8 activations on CPUs without AVX-512).
-    const bool tiles = f.avx2 && (int8 || !f.avx512);
+    // FastCpuOps::QuantLayoutFor: the int8 kernels' tiles, which the W4A16 kernels (AVX2, AVX-512)
+    // read too (AWQ g128 without int8 activations).
+    const bool tiles = f.avx2;
     for (int i : {0, 1, 2})
       EXPECT_EQ(placed[i].layout(), tiles ? Layout::kDwordTiles : Layout::kRowMajor) << i;
     EXPECT_EQ(placed[3].layout(), Layout::kRowMajor);

@@ -262,6 +262,12 @@ void QuantLinearInt8(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_
 bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
 void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1);
+// AWQ g128 with F32 activations (W4A16) on AVX-512 CPUs, broadcast-x over the same placed tiles
+// (cpu_kernels_w4a16_panels_avx512.cc): avx2::QuantLinearW4A16Panels' contract (x from
+// avx2::W4A16PrepareX) and bits.
+bool W4A16PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
+void QuantLinearW4A16Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
+                            int64_t n1);
 void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 void LinearBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights widened to F32 without shuffles: a 64-byte load of 32 BF16 gives the even

@@ -28,6 +28,10 @@ void QuantLinearInt8(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t)
 void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   NotOnThisCpu();
 }
+bool W4A16PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
+void QuantLinearW4A16Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  NotOnThisCpu();
+}
 void QuantKernelTablesInit() {}
 void QuantLinearQ8Direct(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   NotOnThisCpu();

@@ -125,7 +125,8 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
 #pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) acc[i][h] = _mm256_setzero_ps();
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  const panels::NextTilePrefetch prefetch(w, h0, NH);
+  const int8_panels::NextRowsPrefetch prefetch(
+      w, static_cast<const uint8_t*>(w.data.raw()) + (h0 + NH) * 8 * w.row_bytes(), NH * 8);
   for (int64_t kb = 0; kb < blocks; ++kb) {
     prefetch.Block(kb);
     typename F::At at[NH];

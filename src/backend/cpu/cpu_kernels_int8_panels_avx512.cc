@@ -34,6 +34,8 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")
 
+#include "backend/cpu/panels_avx512.h"
+
 namespace xinfer::cpu::avx512 {
 namespace {
 
@@ -88,15 +90,10 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask)
 #pragma GCC unroll 4
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  // The tiles' rows are one contiguous range; sweep the next range of as many tiles a block's
-  // share at a time, one call ahead.
-  const int64_t row_bytes = static_cast<int64_t>(w.row_bytes());
-  const int64_t range_bytes = NT * kTileRows * row_bytes;
-  const uint8_t* prefetch_from = tile[0].base + range_bytes;
-  const int64_t prefetch_step = range_bytes / blocks;
+  const int8_panels::NextRowsPrefetch prefetch(w, tile[0].base + NT * kTileRows * w.row_bytes(),
+                                               NT * kTileRows);
   for (int64_t kb = 0; kb < blocks; ++kb) {
-    for (int64_t o = 0; o < prefetch_step; o += 64)
-      __builtin_prefetch(prefetch_from + kb * prefetch_step + o, 0, 2);
+    prefetch.Block(kb);
     typename F::At at[NT];
 #pragma GCC unroll 4
     for (int j = 0; j < NT; ++j) at[j] = F::Block(tile[j], kb);
@@ -133,15 +130,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask)
       }
     }
   }
-#pragma GCC unroll 4
-  for (int j = 0; j < NT; ++j) {
-    const int64_t n = (j0 + j) * kTileRows;
-    const __m512 bias =
-        t.bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, t.bias + n);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i)
-      _mm512_mask_storeu_ps(t.out + (r0 + i) * t.ldo + n, mask, _mm512_add_ps(acc[i][j], bias));
-  }
+  panels::StoreTiles<MR, NT>(t, r0, j0, acc, mask);
 }
 
 // One row of x (decode) on one whole tile at a time, so that a thread's tiles are one sequential
@@ -192,49 +181,24 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
 
 using PanelTileFn = void (*)(const QuantLinearTask&, int64_t, int64_t, __mmask16);
 // Up to 4 rows of x on two tiles (16 accumulators and block sums), or on one (the range's odd
-// last tile, and the weight's short last tile, masked).
-constexpr int kMr = 4;
+// last tile, and the weight's short last tile, masked): panels::RunPanels' kernel.
 template <class F>
-struct Tiles {
+struct Kernel {
+  static constexpr int kMr = 4;
   static constexpr PanelTileFn kPairs[kMr] = {PanelTile<F, 1, 2>, PanelTile<F, 2, 2>,
                                               PanelTile<F, 3, 2>, PanelTile<F, 4, 2>};
   static constexpr PanelTileFn kSingles[kMr] = {PanelTile<F, 1, 1>, PanelTile<F, 2, 1>,
                                                 PanelTile<F, 3, 1>, PanelTile<F, 4, 1>};
+  static void Gemv(const QuantLinearTask& t, int64_t r, int64_t j) {
+    GemvTile<F>(t, r, j, kGemvPrefetchBytes);
+  }
+  static void Tiles(const QuantLinearTask& t, int64_t r, int mr, int64_t j0, int64_t j1,
+                    __mmask16 mask) {
+    int64_t j = j0;
+    for (; j + 2 <= j1; j += 2) kPairs[mr - 1](t, r, j, mask);
+    if (j < j1) kSingles[mr - 1](t, r, j, mask);
+  }
 };
-
-template <class F>
-void PanelsLinear(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64_t n1) {
-  const QuantTensor& w = *t.w;
-  XI_CHECK_MSG(n0 % kTileRows == 0 && (n1 % kTileRows == 0 || n1 == w.rows),
-               "a panel range must start and end at 16-row tiles");
-  // Tiles [j_begin, j_full) are whole; the weight's short last tile (fewer than 16 rows) goes
-  // masked.
-  const int64_t j_begin = n0 / kTileRows;
-  const int64_t j_full = std::min(n1, w.rows / kTileRows * kTileRows) / kTileRows;
-  // Blocks of tiles that stay in L2 while every row of x passes over them.
-  const int64_t block =
-      std::max<int64_t>(4, (256 << 10) / (kTileRows * static_cast<int64_t>(w.row_bytes())) / 4 * 4);
-  const __mmask16 all = 0xFFFF;
-  for (int64_t bs = j_begin; bs < j_full; bs += block) {
-    const int64_t be = std::min(j_full, bs + block);
-    if (t1 - t0 == 1) {
-      for (int64_t j = bs; j < be; ++j) GemvTile<F>(t, t0, j, kGemvPrefetchBytes);
-      continue;
-    }
-    for (int64_t r = t0; r < t1; r += kMr) {
-      const int64_t mr = std::min<int64_t>(kMr, t1 - r);
-      int64_t j = bs;
-      for (; j + 2 <= be; j += 2) Tiles<F>::kPairs[mr - 1](t, r, j, all);
-      if (j < be) Tiles<F>::kSingles[mr - 1](t, r, j, all);
-    }
-  }
-  if (n1 > j_full * kTileRows && j_full * kTileRows >= n0) {
-    const int64_t lanes = w.rows - j_full * kTileRows;
-    const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
-    for (int64_t r = t0; r < t1; r += kMr)
-      Tiles<F>::kSingles[std::min<int64_t>(kMr, t1 - r) - 1](t, r, j_full, mask);
-  }
-}
 
 }  // namespace
 
@@ -245,8 +209,8 @@ bool Int8PanelsSupports(const QuantTensor& w, const CpuFeatures& f) {
 void QuantLinearInt8Panels(const QuantLinearTask& t, int64_t t0, int64_t t1, int64_t n0,
                            int64_t n1) {
   int8_panels::CheckPlaced(*t.w);
-  if (t.w->type == QuantType::kAwq4) return PanelsLinear<AwqPanels>(t, t0, t1, n0, n1);
-  PanelsLinear<Q4_0Panels>(t, t0, t1, n0, n1);
+  if (t.w->type == QuantType::kAwq4) return panels::RunPanels<Kernel<AwqPanels>>(t, t0, t1, n0, n1);
+  panels::RunPanels<Kernel<Q4_0Panels>>(t, t0, t1, n0, n1);
 }
 
 }  // namespace xinfer::cpu::avx512

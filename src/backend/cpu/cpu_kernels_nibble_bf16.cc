@@ -1,5 +1,8 @@
 // 4-bit Linear (AWQ4 with group size 128, Q4_0) with vdpbf16ps, for CPUs with AVX512-BF16 (and
 // AVX512-VBMI for Q4_0).
+// AWQ4 g128 comes here only under XINFER_W4A16_PANELS=0 (FastCpuOps places it for the W4A16 panel
+// kernel, cpu_kernels_w4a16_panels_avx512.cc: at T >= 16 ~1.7x this kernel on Zen 4); Q4_0 with
+// F32 activations (--no-int8-activations) still does.
 //
 // Why: the F32 nibble kernel (cpu_kernels_quant_avx512.cc) spends 5 integer ops and 2 FMAs per 32
 // weights and is compute-bound at ~12 GB/s of weights per Zen 4 core, below the DRAM stream.

@@ -86,7 +86,8 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) acc[i][h] = _mm256_setzero_ps();
-  const panels::NextTilePrefetch prefetch(w, h0, NH);
+  const int8_panels::NextRowsPrefetch prefetch(
+      w, static_cast<const uint8_t*>(w.data.raw()) + (h0 + NH) * 8 * w.row_bytes(), NH * 8);
   for (int64_t g = 0; g < groups; ++g) {
     __m256 a[MR][NH][2];
 #pragma GCC unroll 4

@@ -37,7 +37,7 @@ class FastCpuOps : public CpuOps {
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8
   // activations on AVX2 and AVX-512 CPUs, AWQ g128 in kDwordTiles and Q4_0 in kQ4_0Tiles
   // (tensor.h) for the broadcast-x kernels (AVX-512's with AVX512-VNNI, else AVX2's); without
-  // them, AWQ g128 in kDwordTiles on AVX2 CPUs without AVX-512 (the W4A16 broadcast-x kernel);
+  // them, AWQ g128 in kDwordTiles on AVX2 and AVX-512 CPUs (the W4A16 broadcast-x kernels);
   // QuantLinear then runs them on those kernels; else row-major.
   // XINFER_INT8_PANELS=0 / XINFER_W4A16_PANELS=0 keep them row-major (A/B measurements).
   Layout QuantLayoutFor(const QuantTensor& w) const;
@@ -99,8 +99,11 @@ class FastCpuOps : public CpuOps {
                        cpu::QuantLinearTask& task);
   void RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
                int64_t n1) const;
-  // AWQ `w` with F32 activations on AVX2's W4A16 panel kernel (placed so by QuantLayoutFor).
+  // AWQ `w` with F32 activations on a W4A16 panel kernel (placed so by QuantLayoutFor): AVX-512's
+  // where the CPU has it, else AVX2's (the same bits).
   bool W4A16Panels(const QuantTensor& w) const;
+  void RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
+                      int64_t n1) const;
   // x prescaled per element and summed per group of 128 for that kernel (into xp_, xsum_).
   void PrepareW4A16X(const Tensor& x, int64_t t_rows, cpu::QuantLinearTask& task);
   // The 4-bit / int8 kernels that run quantized weights as one job with x prepared once.

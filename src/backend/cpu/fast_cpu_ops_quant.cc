@@ -38,8 +38,15 @@ bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
 }
 
 bool FastCpuOps::W4A16Panels(const QuantTensor& w) const {
-  // AVX-512 CPUs keep their row-major 4-bit kernels (vdpbf16ps, or F32 FMA without AVX512-BF16).
-  return !int8_activations_ && !features_.avx512 && cpu::avx2::W4A16PanelsSupports(w, features_);
+  // On AVX-512 CPUs too: the AVX-512 panel kernel runs ~1.5-2x the row-major vdpbf16ps one's FLOPs
+  // at T >= 16 and about its rate at T = 1 (2-core Zen 4, docs/performance.md, session 19).
+  return !int8_activations_ && cpu::avx2::W4A16PanelsSupports(w, features_);
+}
+
+void FastCpuOps::RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
+                                int64_t n1) const {
+  if (features_.avx512) return cpu::avx512::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
+  cpu::avx2::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
 }
 
 Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
@@ -50,7 +57,8 @@ Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
   // Every CPU with AVX2 reads them with int8 activations: AVX512-VNNI ones with the AVX-512
   // broadcast-x kernel (batched decode and prefill ~1.5-2x their row-major int8 kernel's;
   // docs/performance.md, session 14). AWQ with F32 activations on AVX2 CPUs: 2.5x the one-sequence
-  // decode of Highway's dequantize-to-a-panel path (docs/performance.md, session 18).
+  // decode of Highway's dequantize-to-a-panel path (docs/performance.md, session 18); on AVX-512
+  // CPUs ~1.7x the vdpbf16ps kernel's batched decode (session 19).
   if ((int8_activations_ && int8_enabled) || (W4A16Panels(w) && w4a16_enabled))
     return cpu::avx2::Int8PanelsLayout(w.type);
   return Layout::kRowMajor;
@@ -129,7 +137,7 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
                      if (kind == QuantKernel::kInt8) {
                        RunInt8(isa, tasks[i], t_rows, n0, n1);
                      } else if (kind == QuantKernel::kW4A16Panels) {
-                       cpu::avx2::QuantLinearW4A16Panels(tasks[i], 0, t_rows, n0, n1);
+                       RunW4A16Panels(tasks[i], t_rows, n0, n1);
                      } else {
                        cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
                      }
@@ -151,15 +159,14 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
                        [&](int64_t n0, int64_t n1, int) { RunInt8(isa, task, t_rows, n0, n1); });
     return;
   }
-  // AWQ g128 with F32 activations on AVX2 CPUs, placed in the int8 kernel's tiles.
+  // AWQ g128 with F32 activations, placed in the int8 kernels' tiles.
   if (w.data.layout() != Layout::kRowMajor) {
     cpu::QuantLinearTask task;
     const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
     if (t_rows == 0) return;
     PrepareW4A16X(x, t_rows, task);
-    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
-      cpu::avx2::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
-    });
+    ForEachColumnRange(n, t_rows * k,
+                       [&](int64_t n0, int64_t n1, int) { RunW4A16Panels(task, t_rows, n0, n1); });
     return;
   }
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats

@@ -239,11 +239,11 @@ TEST_F(Int8ActivationsTest, PanelTiledWeightsMatchThePlainInt8EvaluationAndAreBa
         if (HasFatalFailure()) return;
       }
     }
-    // Without int8 activations the weights stay row-major, but AWQ on AVX2 CPUs without AVX-512,
-    // which takes the W4A16 panel kernel in the same tiles (w4a16_panels_test.cc).
+    // Without int8 activations the weights stay row-major, but AWQ, which takes the W4A16 panel
+    // kernels in the same tiles (w4a16_panels_test.cc).
     FastCpuOps plain(false, 2);
     EXPECT_EQ(plain.QuantLayoutFor(MakeQuant(*backend_, type, 16, 128, 1, nullptr, 128)),
-              awq && !features_.avx512 ? Layout::kDwordTiles : Layout::kRowMajor);
+              awq ? Layout::kDwordTiles : Layout::kRowMajor);
   }
 }
 

@@ -1,9 +1,9 @@
 // Where the broadcast-x kernels (int8 activations: cpu_kernels_int8_panels_avx2.cc, _avx512.cc;
-// AWQ with F32 activations on AVX2: cpu_kernels_w4a16_panels_avx2.cc) find the pieces of a
+// AWQ with F32 activations: cpu_kernels_w4a16_panels_avx2.cc, _avx512.cc) find the pieces of a
 // weight that CpuBackend placed for them (tensor.h): AWQ g128's codes, scales and zero points in
-// kDwordTiles, GGUF Q4_0's blocks in kQ4_0Tiles, 16-row tiles either way. The two int8 kernels
-// read the same bytes and give the same bits; this is the one description of where. ISA-neutral,
-// no vector code.
+// kDwordTiles, GGUF Q4_0's blocks in kQ4_0Tiles, 16-row tiles either way. The kernels of one kind
+// read the same bytes and give the same bits; this is the one description of where (and the
+// prefetch of the next call's rows they share). ISA-neutral, no vector code.
 #pragma once
 
 #include <algorithm>
@@ -87,6 +87,23 @@ inline Q4_0Block Q4_0BlockOf(const Tile& tile, int64_t kb) {
   const uint8_t* block = tile.base + kb * 18 * tile.lanes;
   return {block + 2 * tile.lanes, block};
 }
+
+// Sweeps `rows` weight rows starting at `first` (the range the next kernel call reads: tiles and
+// half-panels lie in row order) into L2 a block's share at a time, so that they arrive while this
+// call computes.
+class NextRowsPrefetch {
+ public:
+  NextRowsPrefetch(const QuantTensor& w, const uint8_t* first, int64_t rows)
+      : from_(first), step_(rows * static_cast<int64_t>(w.row_bytes()) / (w.cols / 32)) {}
+  // Block kb (of 32 weights per row) is about to be read.
+  void Block(int64_t kb) const {
+    for (int64_t o = 0; o < step_; o += 64) __builtin_prefetch(from_ + kb * step_ + o, 0, 2);
+  }
+
+ private:
+  const uint8_t* from_;
+  int64_t step_;
+};
 
 // x bytes (avx2::Int8PrepareX's kAwqPanels / kQ4_0Panels layouts) that the low and high nibbles
 // of dword c meet within a block of 32.

@@ -1,8 +1,9 @@
 // The parts the AVX2 broadcast-x panel kernels share (cpu_kernels_int8_panels_avx2.cc: int8
 // activations; cpu_kernels_w4a16_panels_avx2.cc: F32 activations): the row mask of the short last
-// tile, the one-tile-ahead prefetch, the output store and the driver that walks a range of rows
-// of x and weight rows over a kernel's tiles. Each kernel supplies only its inner loop.
-// Include it after the file's `#pragma GCC target(...)` so that it compiles for AVX2.
+// tile, the output store and the driver that walks a range of rows of x and weight rows over a
+// kernel's tiles. Each kernel supplies only its inner loop (the prefetch they share is in
+// int8_panels_layout.h). Include it after the file's `#pragma GCC target(...)` so that it
+// compiles for AVX2.
 #pragma once
 
 #include <immintrin.h>
@@ -19,26 +20,6 @@ namespace xinfer::cpu::avx2::panels {
 inline __m256i RowMask(int rows) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-
-// Sweeps the weight rows of the next NH half-panels (one contiguous range: half-panels lie in row
-// order) into L2 a block's share at a time, so that they arrive while this tile computes.
-class NextTilePrefetch {
- public:
-  NextTilePrefetch(const QuantTensor& w, int64_t h0, int nh) {
-    const int64_t row_bytes = static_cast<int64_t>(w.row_bytes());
-    const int64_t tile_bytes = nh * 8 * row_bytes;
-    from_ = static_cast<const uint8_t*>(w.data.raw()) + h0 * 8 * row_bytes + tile_bytes;
-    step_ = tile_bytes / (w.cols / 32);
-  }
-  // Block kb (of 32 weights per row) is about to be read.
-  void Block(int64_t kb) const {
-    for (int64_t o = 0; o < step_; o += 64) __builtin_prefetch(from_ + kb * step_ + o, 0, 2);
-  }
-
- private:
-  const uint8_t* from_;
-  int64_t step_;
-};
 
 // out rows r0..r0+MR-1, columns of half-panels h0..h0+NH-1 = acc + bias; masked to the rows of
 // the short last tile unless kFull.

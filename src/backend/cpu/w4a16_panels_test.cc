@@ -1,9 +1,10 @@
-// AWQ g128 with F32 activations on AVX2's broadcast-x kernel (cpu_kernels_w4a16_panels_avx2.cc):
-// bitwise the per-element sequence its file comment documents (written here as plain scalar
-// std::fma loops over the row-major weight), within F32 rounding of a float64 evaluation of the
-// dequantized weight, bitwise invariant to the rows of x per call, the column ranges and the
-// threads, and through FastCpuOps where CpuBackend places AWQ in the panel tiles (AVX2 CPUs
-// without AVX-512; CTest's XINFER_ISA=avx2 run on AVX-512 hosts).
+// AWQ g128 with F32 activations on the W4A16 broadcast-x kernels (cpu_kernels_w4a16_panels_avx2.cc
+// and, on AVX-512 CPUs, cpu_kernels_w4a16_panels_avx512.cc): bitwise the per-element sequence the
+// AVX2 file comment documents (written here as plain scalar std::fma loops over the row-major
+// weight), so the two kernels give the same bits; within F32 rounding of a float64 evaluation of
+// the dequantized weight; bitwise invariant to the rows of x per call, the column ranges and the
+// threads; and through FastCpuOps, which places AWQ g128 in the panel tiles on every CPU with
+// AVX2 (CTest's XINFER_ISA=avx2 run takes the AVX2 kernel on AVX-512 hosts).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,9 +69,21 @@ class W4A16PanelsTest : public ::testing::Test {
     }
     return out;
   }
-  // QuantLinearW4A16Panels over rows [0, t) of x and the column ranges cut at `splits`.
+  using KernelFn = void (*)(const cpu::QuantLinearTask&, int64_t, int64_t, int64_t, int64_t);
+  struct NamedKernel {
+    const char* name;
+    KernelFn run;
+  };
+  // The W4A16 kernels this CPU runs: AVX2's, and AVX-512's where it has AVX-512.
+  std::vector<NamedKernel> Kernels() const {
+    std::vector<NamedKernel> out = {{"avx2", cpu::avx2::QuantLinearW4A16Panels}};
+    if (features_.avx512) out.push_back({"avx512", cpu::avx512::QuantLinearW4A16Panels});
+    return out;
+  }
+  // `kernel` over rows [0, t) of x and the column ranges cut at `splits`.
   static std::vector<float> Kernel(const QuantTensor& tiled, const Tensor& x, const float* bias,
-                                   const std::vector<int64_t>& splits = {}) {
+                                   const std::vector<int64_t>& splits = {},
+                                   KernelFn kernel = cpu::avx2::QuantLinearW4A16Panels) {
     const int64_t t = x.dim(0), k = tiled.cols, n = tiled.rows;
     std::vector<float> xs(t * k), xsum(t * k / 128), out(t * n, -1.f);
     cpu::avx2::W4A16PrepareX(x.data<float>(), t, k, k, xs.data(), k, xsum.data(), k / 128);
@@ -85,10 +98,10 @@ class W4A16PanelsTest : public ::testing::Test {
     task.ldo = n;
     int64_t n0 = 0;
     for (int64_t s : splits) {
-      cpu::avx2::QuantLinearW4A16Panels(task, 0, t, n0, s);
+      kernel(task, 0, t, n0, s);
       n0 = s;
     }
-    cpu::avx2::QuantLinearW4A16Panels(task, 0, t, n0, n);
+    kernel(task, 0, t, n0, n);
     return out;
   }
 
@@ -97,43 +110,47 @@ class W4A16PanelsTest : public ::testing::Test {
   std::mt19937 rng_{23};
 };
 
-// Every tile of the kernel (1 row of x on 1..4 half-panels, 2..4 rows on one, the masked short
-// last tile) against the documented sequence, bit for bit, and against float64 of the
-// dequantized weight; column ranges that start past the first tile; with and without a bias.
-// A change of the prescaling, the chains' split or the group epilogue fails it.
+// Every tile of each kernel (AVX2: 1 row of x on 1..4 half-panels, 2..4 rows on one; AVX-512: 1
+// row on one tile, two groups' chains side by side, 2..6 rows on one tile; the masked short last
+// tile) against the documented sequence, bit for bit, and against float64 of the dequantized
+// weight; column ranges that start past the first tile; with and without a bias. A change of the
+// prescaling, the chains' split, the group epilogue or its order fails it.
 TEST_F(W4A16PanelsTest, KernelIsBitwiseTheDocumentedSequence) {
-  for (int64_t k : {128, 256, 896}) {
-    for (int64_t n : {16, 32, 48, 64, 80, 77, 8, 5, 29}) {
-      std::vector<float> deq;
-      QuantTensor w =
-          MakeQuant(*backend_, QuantType::kAwq4, n, k, static_cast<uint32_t>(7 * n + k), &deq, 128);
-      QuantTensor tiled = PanelTiledCopy(*backend_, w);
-      ASSERT_TRUE(cpu::avx2::W4A16PanelsSupports(tiled, features_));
-      Tensor bias = RandomX(1, n);
-      for (int64_t t : {1, 2, 3, 4, 5, 9}) {
-        Tensor x = RandomX(t, k);
-        for (bool with_bias : {true, false}) {
-          const float* b = with_bias ? bias.data<float>() : nullptr;
-          const std::string label = "K=" + std::to_string(k) + " N=" + std::to_string(n) +
-                                    " T=" + std::to_string(t) + " bias " +
-                                    std::to_string(with_bias);
-          const std::vector<float> got = Kernel(tiled, x, b);
-          ASSERT_TRUE(BitwiseEqual(got.data(), Documented(w, x, b).data(), t * n)) << label;
-          for (int64_t i = 0; i < t; ++i) {
-            for (int64_t r = 0; r < n; ++r) {
-              double want = b != nullptr ? b[r] : 0.0, mag = std::fabs(want);
-              for (int64_t e = 0; e < k; ++e) {
-                const double p = static_cast<double>(deq[r * k + e]) * x.data<float>()[i * k + e];
-                want += p;
-                mag += std::fabs(p);
+  for (const NamedKernel& kernel : Kernels()) {
+    for (int64_t k : {128, 256, 896}) {
+      for (int64_t n : {16, 32, 48, 64, 80, 77, 8, 5, 29}) {
+        std::vector<float> deq;
+        QuantTensor w = MakeQuant(*backend_, QuantType::kAwq4, n, k,
+                                  static_cast<uint32_t>(7 * n + k), &deq, 128);
+        QuantTensor tiled = PanelTiledCopy(*backend_, w);
+        ASSERT_TRUE(cpu::avx2::W4A16PanelsSupports(tiled, features_));
+        Tensor bias = RandomX(1, n);
+        for (int64_t t : {1, 2, 3, 4, 5, 6, 7, 9, 13}) {
+          Tensor x = RandomX(t, k);
+          for (bool with_bias : {true, false}) {
+            const float* b = with_bias ? bias.data<float>() : nullptr;
+            const std::string label = std::string(kernel.name) + " K=" + std::to_string(k) +
+                                      " N=" + std::to_string(n) + " T=" + std::to_string(t) +
+                                      " bias " + std::to_string(with_bias);
+            const std::vector<float> got = Kernel(tiled, x, b, {}, kernel.run);
+            ASSERT_TRUE(BitwiseEqual(got.data(), Documented(w, x, b).data(), t * n)) << label;
+            for (int64_t i = 0; i < t; ++i) {
+              for (int64_t r = 0; r < n; ++r) {
+                double want = b != nullptr ? b[r] : 0.0, mag = std::fabs(want);
+                for (int64_t e = 0; e < k; ++e) {
+                  const double p = static_cast<double>(deq[r * k + e]) * x.data<float>()[i * k + e];
+                  want += p;
+                  mag += std::fabs(p);
+                }
+                ASSERT_NEAR(got[i * n + r], want, 2e-6 * mag + 1e-6)
+                    << label << " row " << i << " col " << r;
               }
-              ASSERT_NEAR(got[i * n + r], want, 2e-6 * mag + 1e-6)
-                  << label << " row " << i << " col " << r;
             }
-          }
-          if (n > 16) {  // ranges [0, 16), [16, n): the same bits
-            ASSERT_TRUE(BitwiseEqual(Kernel(tiled, x, b, {16}).data(), got.data(), t * n))
-                << label << " split";
+            if (n > 16) {  // ranges [0, 16), [16, n): the same bits
+              ASSERT_TRUE(
+                  BitwiseEqual(Kernel(tiled, x, b, {16}, kernel.run).data(), got.data(), t * n))
+                  << label << " split";
+            }
           }
         }
       }
@@ -159,18 +176,13 @@ TEST_F(W4A16PanelsTest, PrepareXPrescalesAndSumsGroups) {
   }
 }
 
-// Through FastCpuOps as CpuBackend places AWQ g128 on AVX2 CPUs without AVX-512 and without int8
-// activations: the layout is the panel tiles, QuantLinear gives the kernel's bits for any rows of
-// x per call and any threads, LinearMany of such parts is bitwise the separate calls. Elsewhere
-// (AVX-512 CPUs, int8 activations, other group sizes) the placement is what it was.
-TEST_F(W4A16PanelsTest, FastCpuOpsPlacesAndRunsAwqOnThePanelsWithoutAvx512) {
+// Through FastCpuOps as CpuBackend places AWQ g128 without int8 activations (every CPU with
+// AVX2): the layout is the panel tiles, QuantLinear gives the kernel's bits (the documented
+// sequence) for any rows of x per call and any threads, LinearMany of such parts is bitwise the
+// separate calls. Other group sizes and formats stay row-major.
+TEST_F(W4A16PanelsTest, FastCpuOpsPlacesAndRunsAwqOnThePanels) {
   FastCpuOps ops(false, 2);
   QuantTensor awq = MakeQuant(*backend_, QuantType::kAwq4, 77, 896, 3, nullptr, 128);
-  if (features_.avx512) {
-    EXPECT_EQ(ops.QuantLayoutFor(awq), Layout::kRowMajor);
-    GTEST_SKIP() << "AVX-512 CPUs keep their row-major 4-bit kernels (CTest runs this suite "
-                    "again under XINFER_ISA=avx2)";
-  }
   ASSERT_EQ(ops.QuantLayoutFor(awq), Layout::kDwordTiles);
   EXPECT_EQ(ops.QuantLayoutFor(MakeQuant(*backend_, QuantType::kAwq4, 16, 256, 1, nullptr, 64)),
             Layout::kRowMajor);
@@ -184,7 +196,8 @@ TEST_F(W4A16PanelsTest, FastCpuOpsPlacesAndRunsAwqOnThePanelsWithoutAvx512) {
   Tensor bias = RandomX(1, n);
   Tensor full = backend_->NewTensor(DType::kF32, {t, n});
   ops.QuantLinear(x, tiled, &bias, full);
-  ASSERT_TRUE(BitwiseEqual(full.data<float>(), Kernel(tiled, x, bias.data<float>()).data(), t * n));
+  ASSERT_TRUE(
+      BitwiseEqual(full.data<float>(), Documented(awq, x, bias.data<float>()).data(), t * n));
   ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n));
   ExpectQuantLinearBatchInvariant(
       *backend_, [](int threads) { return std::make_unique<FastCpuOps>(false, threads); }, tiled, x,

@@ -8,8 +8,11 @@
 // kernel (cpu_kernels_nibble_bf16.cc) multiplies every weight twice (x's BF16 hi and lo halves)
 // after unpacking its nibbles, ~0.23 instructions per weight: from cache it streams ~35 GB/s of
 // AWQ bytes at T = 1 on Zen 4 (double-pumped 512-bit units), about the DRAM rate, and ~105
-// GFLOP/s at T = 16. The AVX2 W4A16 kernel on the same host (XINFER_ISA=avx2) already reached
-// 140-165 GFLOP/s at T = 16.
+// GFLOP/s at T = 16 (the AVX2 W4A16 kernel on the same host, XINFER_ISA=avx2: 140-165). This one:
+// ~210 GFLOP/s at T = 16 and 64 (~90 % of the FP32 FMA peak: a code's AND and conversion serve 6
+// rows of x), and at T = 1 about the vdpbf16ps kernel's rate — three zmm ops per 16 weights, each
+// on two of Zen 4's four 256-bit pipes, ~33-36 GB/s from cache; AWQ g128 16 sequences 116 -> 191
+// tok/s, one sequence 0.82 -> 0.80 of its paired roofline (within the host's noise).
 //
 // Per output element (lanes are independent, so the AVX2 kernel's sequence): per group g of 128,
 // a0 = the FMA chain of q x x over the group's even p (k order), a1 over the odd p, dot = a0 + a1,

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
       {"none", GroupGemv<0, 0>, false},
       {"step_t1_4k", GroupGemv<4096, 2>, true},
       {"step_nta_8k", GroupGemv<8192, 0>, true},
+      {"step_none", GroupGemv<0, 0>, true},
   };
   const std::vector<Shape> step = DecodeStep();
   std::vector<std::vector<double>> gb_s(variants.size());

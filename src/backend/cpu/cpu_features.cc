@@ -5,6 +5,9 @@
 
 #include "backend/cpu/cpu_kernels.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #if defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -12,6 +15,20 @@
 #include "hwy/targets.h"
 
 namespace xinfer::cpu {
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+// The CPU family of an AMD processor (CPUID leaf 1, base + extended family), 0 on others.
+unsigned AmdFamily() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // "AuthenticAMD"
+  if (!amd || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  const unsigned base = (eax >> 8) & 0xf;
+  return base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+}
+}  // namespace
+#endif
 
 const CpuFeatures& DetectCpuFeatures() {
   static const CpuFeatures features = [] {
@@ -25,6 +42,7 @@ const CpuFeatures& DetectCpuFeatures() {
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
     f.avx512_vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi");
     f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+    f.avx512_double_pumped = f.avx512 && AmdFamily() == 0x19;  // Zen 4 (Zen 3 has no AVX-512)
 #endif
 #if defined(__aarch64__)
     f.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;

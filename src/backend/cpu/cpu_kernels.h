@@ -23,6 +23,8 @@ struct CpuFeatures {
   bool avx512_vnni = false;   // vpdpbusd
   bool avx2 = false;          // AVX2 + FMA + F16C
   bool neon_dotprod = false;  // ARM64 sdot (ARMv8.2 DotProd: Kunpeng 920, Neoverse N1)
+  // AVX-512 on 256-bit units, each 512-bit op issued as two halves (AMD Zen 4: family 19h).
+  bool avx512_double_pumped = false;
   // Highway (cpu_kernels_hwy.cc) found a SIMD target on this CPU (SSE4, AVX2, NEON, SVE, ...):
   // FastCpuOps then runs the portable SIMD kernels where the AVX-512 ones do not apply.
   bool simd = false;
@@ -125,6 +127,14 @@ inline void PrefetchRange(const void* p, int64_t bytes) {
 //   prefetcht0/t1 2-8 % more of the bandwidth in slow minutes and up to 10 % in fast ones
 //   (2-core Zen 5, session 16, docs/performance.md).
 constexpr int64_t kReadOncePrefetchBytes = 8192;
+// The dense decode GEMV's software prefetch (AVX-512 64-row group tiles at T = 1): prefetchnta
+// kReadOncePrefetchBytes ahead, but none at all on Zen 4 (avx512_double_pumped), whose hardware
+// prefetcher alone streams more of the bandwidth — the decode step's 97 GEMVs 0.98-1.00 of the
+// plain read against 0.95-0.97 with the prefetch, one-sequence BF16 decode +3-6 % of its paired
+// roofline (`stream_prefetch_bench` step_none / step_nta_8k; docs/performance.md, session 19).
+inline int64_t DenseDecodePrefetchBytes(const CpuFeatures& f) {
+  return f.avx512_double_pumped ? 0 : kReadOncePrefetchBytes;
+}
 inline void PrefetchRangeOnce(const void* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 0);
 }

@@ -77,7 +77,7 @@ struct PanelOperands {
 // (12 KiB about the same, 2 and 4 KiB less); the whole one-sequence BF16 decode 0.81 -> 0.90 of
 // its paired roofline in the fast minutes, ~0.92 either way in the slow ones (docs/performance.md,
 // session 16).
-constexpr int64_t kDecodePrefetchBytes = kReadOncePrefetchBytes;
+// On Zen 4 none (DenseDecodePrefetchBytes, cpu_kernels.h).
 
 // Full groups [g0, g1) against rows [t0, t1) of x. Each group is read from memory once:
 // - a decode-sized x (one tile) meets each group as it streams in, prefetched a little ahead;
@@ -92,6 +92,7 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
                    int64_t g0, int64_t g1) {
   const int64_t rows = t1 - t0;
   const int64_t group_bytes = kGroup * o.steps * o.elem_bytes;
+  static const int64_t decode_prefetch_bytes = DenseDecodePrefetchBytes(DetectCpuFeatures());
   const bool streamed = rows > kMr && rows * o.x_row_bytes <= 256 << 10;
   const int64_t block = rows <= kMr ? g1 - g0
                         : streamed  ? 1
@@ -102,7 +103,7 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
       const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
       for (int64_t g = bs; g < be; ++g) {
         const TilePrefetch prefetch = streamed && g + 1 < g1 ? TilePrefetch{group_bytes, false}
-                                      : rows <= kMr ? TilePrefetch{kDecodePrefetchBytes, true}
+                                      : rows <= kMr ? TilePrefetch{decode_prefetch_bytes, true}
                                                     : TilePrefetch{};
         tiles[mr - 1](o.x + r * o.x_row_bytes, o.ldx, o.w + g * group_bytes, o.steps,
                       o.bias != nullptr ? o.bias + g * kGroup : nullptr,

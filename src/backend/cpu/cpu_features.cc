@@ -63,7 +63,7 @@ const CpuFeatures& DetectCpuFeatures() {
       }
     }
     if (hwy_allowed != 0) {
-      f.avx512 = f.avx512_bf16 = f.avx512_vbmi = f.avx512_vnni = false;
+      f.avx512 = f.avx512_bf16 = f.avx512_vbmi = f.avx512_vnni = f.avx512_double_pumped = false;
       hwy::DisableTargets(~(hwy_allowed | HWY_EMU128 | HWY_SCALAR));
     }
     f.simd = !portable && simd::Available();

@@ -67,17 +67,16 @@ struct PanelOperands {
   int64_t ldo;  // = the weight's rows
 };
 
-// A decode-sized x's tiles prefetch this far ahead of the group stream they read, with
-// prefetchnta (each byte is read once). Into L2 (prefetcht1), 4 KiB ahead had taken the
-// 151936-row BF16 lm_head at T = 1 from the hardware prefetcher's 43-48 GB/s to 51-54 (1 KiB
-// 47-49, 16 KiB 45-49; session 14). Non-temporal and 8 KiB ahead streams more still, most in the
-// host's fast minutes: against a plain read of the same bytes in the same round (2-core Zen 5,
-// 2 threads, medians of 61 rounds of ~80 GB/s / 228 of ~45 GB/s), one group stream 0.92 -> 0.99
-// / 1.03 -> 1.06 and the decode step's 97 GEMVs one after another 0.90 -> 0.95 / 1.03 -> 1.04
-// (12 KiB about the same, 2 and 4 KiB less); the whole one-sequence BF16 decode 0.81 -> 0.90 of
-// its paired roofline in the fast minutes, ~0.92 either way in the slow ones (docs/performance.md,
-// session 16).
-// On Zen 4 none (DenseDecodePrefetchBytes, cpu_kernels.h).
+// A decode-sized x's tiles prefetch DenseDecodePrefetchBytes (cpu_kernels.h) ahead of the group
+// stream they read, with prefetchnta (each byte is read once): 8 KiB, none on Zen 4. Into L2
+// (prefetcht1), 4 KiB ahead had taken the 151936-row BF16 lm_head at T = 1 from the hardware
+// prefetcher's 43-48 GB/s to 51-54 (1 KiB 47-49, 16 KiB 45-49; session 14). Non-temporal and 8 KiB
+// ahead streams more still, most in the host's fast minutes: against a plain read of the same bytes
+// in the same round (2-core Zen 5, 2 threads, medians of 61 rounds of ~80 GB/s / 228 of ~45 GB/s),
+// one group stream 0.92 -> 0.99 / 1.03 -> 1.06 and the decode step's 97 GEMVs one after another
+// 0.90 -> 0.95 / 1.03 -> 1.04 (12 KiB about the same, 2 and 4 KiB less); the whole one-sequence
+// BF16 decode 0.81 -> 0.90 of its paired roofline in the fast minutes, ~0.92 either way in the slow
+// ones (docs/performance.md, session 16).
 
 // Full groups [g0, g1) against rows [t0, t1) of x. Each group is read from memory once:
 // - a decode-sized x (one tile) meets each group as it streams in, prefetched a little ahead;

@@ -155,12 +155,15 @@ BENCHMARK(BM_QuantLinear)
 // Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.
 // `cold` 1: one cache (huge pages, as the engine's) holding enough layers' keys to fill 64 MiB,
 // one layer per call in turn, so every call finds its rows out of cache, as a decode step does
-// after streaming the other weights.
+// after streaming the other weights. `prefill` 1: one sequence's prompt instead, T = ctx rows at
+// positions 0 .. ctx - 1 (causal: row p attends to p + 1 keys).
 void BM_PagedAttention(benchmark::State& state) {
+  const bool prefill = state.range(3) != 0;
   const int64_t t = state.range(0), ctx = state.range(1);
+  const int64_t seqs = prefill ? 1 : t;
   const int hq = 14, hkv = 2, d = 64, block = 16;
   const int64_t blocks_per_seq = (ctx + block - 1) / block;
-  const int64_t layer_blocks = t * blocks_per_seq;
+  const int64_t layer_blocks = seqs * blocks_per_seq;
   const int64_t layer_bytes = 2 * layer_blocks * block * hkv * d * sizeof(float);
   const int64_t layers =
       state.range(2) != 0 ? std::max<int64_t>(2, (int64_t{64} << 20) / layer_bytes) : 1;
@@ -168,16 +171,21 @@ void BM_PagedAttention(benchmark::State& state) {
   Tensor vc = Random(DType::kF32, {layers * layer_blocks * block, hkv, d});
   std::vector<int32_t> qstart, pos;
   std::vector<std::vector<int32_t>> tables(layers);
-  for (int64_t s = 0; s < t; ++s) {
-    qstart.push_back(static_cast<int32_t>(s));
-    pos.push_back(static_cast<int32_t>(ctx - 1));
+  int64_t keys = 0;  // summed over the query rows
+  for (int64_t s = 0; s < seqs; ++s) {
+    qstart.push_back(static_cast<int32_t>(pos.size()));
+    for (int64_t p = prefill ? 0 : ctx - 1; p < ctx; ++p) {
+      pos.push_back(static_cast<int32_t>(p));
+      keys += p + 1;
+    }
     for (int64_t l = 0; l < layers; ++l)
       for (int64_t j = 0; j < blocks_per_seq; ++j)
         tables[l].push_back(static_cast<int32_t>(l * layer_blocks + s * blocks_per_seq + j));
   }
-  qstart.push_back(static_cast<int32_t>(t));
-  Tensor q = Random(DType::kF32, {t, hq, d});
-  Tensor o = TheBackend().NewTensor(DType::kF32, {t, hq, d});
+  qstart.push_back(static_cast<int32_t>(pos.size()));
+  const int64_t rows = static_cast<int64_t>(pos.size());
+  Tensor q = Random(DType::kF32, {rows, hq, d});
+  Tensor o = TheBackend().NewTensor(DType::kF32, {rows, hq, d});
   FastCpuOps ops(false, Threads());
   int64_t layer = 0;
   for (auto _ : state) {
@@ -187,16 +195,17 @@ void BM_PagedAttention(benchmark::State& state) {
     layer = layer + 1 == layers ? 0 : layer + 1;
   }
   state.counters["FLOP/s"] =
-      benchmark::Counter(4.0 * t * hq * d * ctx, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(4.0 * hq * d * keys, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->Args({1, 512, 0})
-    ->Args({16, 256, 0})
-    ->Args({64, 256, 0})
-    ->Args({1, 144, 1})
-    ->Args({1, 512, 1})
-    ->Args({16, 256, 1})
-    ->ArgNames({"T", "ctx", "cold"})
+    ->Args({1, 512, 0, 0})
+    ->Args({16, 256, 0, 0})
+    ->Args({64, 256, 0, 0})
+    ->Args({1, 144, 1, 0})
+    ->Args({1, 512, 1, 0})
+    ->Args({16, 256, 1, 0})
+    ->Args({512, 512, 0, 1})
+    ->ArgNames({"T", "ctx", "cold", "prefill"})
     ->UseRealTime();
 
 void BM_Elementwise(benchmark::State& state) {

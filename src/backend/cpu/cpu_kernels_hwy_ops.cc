@@ -87,46 +87,118 @@ int64_t F32Lanes() { return static_cast<int64_t>(hn::Lanes(DF())); }
 
 int64_t Target() { return HWY_TARGET; }
 
+// q . k for `keys` keys (1, 4 or 8) whose rows start at k[0..keys): one accumulator per key
+// over d in element order, then SumOfLanes, so a key's score is the same whichever group it is
+// computed in. Eight keys give the FMA latency eight independent chains.
+template <int kKeys>
+HWY_INLINE void ScoreKeys(const float* q, const float* const* k, int64_t d, float scale,
+                          float* scores) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+  for (int64_t c = 0; c < d; c += lanes) {
+    const VF qv = hn::LoadU(df, q + c);
+    s0 = hn::MulAdd(qv, hn::LoadU(df, k[0] + c), s0);
+    if constexpr (kKeys >= 4) {
+      s1 = hn::MulAdd(qv, hn::LoadU(df, k[1] + c), s1);
+      s2 = hn::MulAdd(qv, hn::LoadU(df, k[2] + c), s2);
+      s3 = hn::MulAdd(qv, hn::LoadU(df, k[3] + c), s3);
+    }
+    if constexpr (kKeys == 8) {
+      s4 = hn::MulAdd(qv, hn::LoadU(df, k[4] + c), s4);
+      s5 = hn::MulAdd(qv, hn::LoadU(df, k[5] + c), s5);
+      s6 = hn::MulAdd(qv, hn::LoadU(df, k[6] + c), s6);
+      s7 = hn::MulAdd(qv, hn::LoadU(df, k[7] + c), s7);
+    }
+  }
+  scores[0] = hn::GetLane(hn::SumOfLanes(df, s0)) * scale;
+  if constexpr (kKeys >= 4) {
+    scores[1] = hn::GetLane(hn::SumOfLanes(df, s1)) * scale;
+    scores[2] = hn::GetLane(hn::SumOfLanes(df, s2)) * scale;
+    scores[3] = hn::GetLane(hn::SumOfLanes(df, s3)) * scale;
+  }
+  if constexpr (kKeys == 8) {
+    scores[4] = hn::GetLane(hn::SumOfLanes(df, s4)) * scale;
+    scores[5] = hn::GetLane(hn::SumOfLanes(df, s5)) * scale;
+    scores[6] = hn::GetLane(hn::SumOfLanes(df, s6)) * scale;
+    scores[7] = hn::GetLane(hn::SumOfLanes(df, s7)) * scale;
+  }
+}
+
+// out[c .. c + kVecs lanes) = sum over keys j of w[j] * v_j[c ..], one fma per key in key order
+// from 0, the kVecs accumulators in registers (in memory, each key's FMA waited for the previous
+// key's store: ~40 % of a prefill's attention on Zen 3). kVecs is 8, 4, 2 or 1.
+template <int kVecs>
+HWY_INLINE void WeightedSumBlock(const float* v_base, const int64_t* row_off, const float* w,
+                                 int64_t n_keys, int64_t c, float* out) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF o0 = hn::Zero(df), o1 = o0, o2 = o0, o3 = o0, o4 = o0, o5 = o0, o6 = o0, o7 = o0;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const VF wj = hn::Set(df, w[j]);
+    const float* vr = v_base + row_off[j] + c;
+    o0 = hn::MulAdd(wj, hn::LoadU(df, vr), o0);
+    if constexpr (kVecs >= 2) o1 = hn::MulAdd(wj, hn::LoadU(df, vr + lanes), o1);
+    if constexpr (kVecs >= 4) {
+      o2 = hn::MulAdd(wj, hn::LoadU(df, vr + 2 * lanes), o2);
+      o3 = hn::MulAdd(wj, hn::LoadU(df, vr + 3 * lanes), o3);
+    }
+    if constexpr (kVecs == 8) {
+      o4 = hn::MulAdd(wj, hn::LoadU(df, vr + 4 * lanes), o4);
+      o5 = hn::MulAdd(wj, hn::LoadU(df, vr + 5 * lanes), o5);
+      o6 = hn::MulAdd(wj, hn::LoadU(df, vr + 6 * lanes), o6);
+      o7 = hn::MulAdd(wj, hn::LoadU(df, vr + 7 * lanes), o7);
+    }
+  }
+  hn::StoreU(o0, df, out + c);
+  if constexpr (kVecs >= 2) hn::StoreU(o1, df, out + c + lanes);
+  if constexpr (kVecs >= 4) {
+    hn::StoreU(o2, df, out + c + 2 * lanes);
+    hn::StoreU(o3, df, out + c + 3 * lanes);
+  }
+  if constexpr (kVecs == 8) {
+    hn::StoreU(o4, df, out + c + 4 * lanes);
+    hn::StoreU(o5, df, out + c + 5 * lanes);
+    hn::StoreU(o6, df, out + c + 6 * lanes);
+    hn::StoreU(o7, df, out + c + 7 * lanes);
+  }
+}
+
 void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
                   int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  // Scores, four keys at a time for independent FMA chains; each key's sequence is the same as
-  // alone (one accumulator over d in element order, then SumOfLanes).
-  float mx = -INFINITY;
+  // Scores, eight keys at a time (then four, then one); each key's sequence is the same as alone.
   PrefetchFirstKvRows(k_base, v_base, row_off, n_keys, d);
+  const float* k[8];
   int64_t p = 0;
-  for (; p + 4 <= n_keys; p += 4) {
-    for (int64_t j = p; j < p + 4; ++j) PrefetchKvRowsAhead(k_base, v_base, row_off, j, n_keys, d);
-    const float* k0 = k_base + row_off[p];
-    const float* k1 = k_base + row_off[p + 1];
-    const float* k2 = k_base + row_off[p + 2];
-    const float* k3 = k_base + row_off[p + 3];
-    VF s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
-    for (int64_t c = 0; c < d; c += lanes) {
-      const VF qv = hn::LoadU(df, q + c);
-      s0 = hn::MulAdd(qv, hn::LoadU(df, k0 + c), s0);
-      s1 = hn::MulAdd(qv, hn::LoadU(df, k1 + c), s1);
-      s2 = hn::MulAdd(qv, hn::LoadU(df, k2 + c), s2);
-      s3 = hn::MulAdd(qv, hn::LoadU(df, k3 + c), s3);
+  for (; p + 8 <= n_keys; p += 8) {
+    for (int j = 0; j < 8; ++j) {
+      PrefetchKvRowsAhead(k_base, v_base, row_off, p + j, n_keys, d);
+      k[j] = k_base + row_off[p + j];
     }
-    scores[p] = hn::GetLane(hn::SumOfLanes(df, s0)) * scale;
-    scores[p + 1] = hn::GetLane(hn::SumOfLanes(df, s1)) * scale;
-    scores[p + 2] = hn::GetLane(hn::SumOfLanes(df, s2)) * scale;
-    scores[p + 3] = hn::GetLane(hn::SumOfLanes(df, s3)) * scale;
-    mx = std::max({mx, scores[p], scores[p + 1], scores[p + 2], scores[p + 3]});
+    ScoreKeys<8>(q, k, d, scale, scores + p);
+  }
+  for (; p + 4 <= n_keys; p += 4) {
+    for (int j = 0; j < 4; ++j) {
+      PrefetchKvRowsAhead(k_base, v_base, row_off, p + j, n_keys, d);
+      k[j] = k_base + row_off[p + j];
+    }
+    ScoreKeys<4>(q, k, d, scale, scores + p);
   }
   for (; p < n_keys; ++p) {
-    const float* kr = k_base + row_off[p];
-    VF s = hn::Zero(df);
-    for (int64_t c = 0; c < d; c += lanes)
-      s = hn::MulAdd(hn::LoadU(df, q + c), hn::LoadU(df, kr + c), s);
-    scores[p] = hn::GetLane(hn::SumOfLanes(df, s)) * scale;
-    mx = std::max(mx, scores[p]);
+    k[0] = k_base + row_off[p];
+    ScoreKeys<1>(q, k, d, scale, scores + p);
   }
+  // The max (exact in any order): whole vectors, then the tail.
+  int64_t i = 0;
+  VF vmax = hn::Set(df, -INFINITY);
+  for (; i + lanes <= n_keys; i += lanes) vmax = hn::Max(vmax, hn::LoadU(df, scores + i));
+  float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; i < n_keys; ++i) mx = std::max(mx, scores[i]);
   // exp(score - max), through the same vector code for the tail.
   const VF vmx = hn::Set(df, mx);
-  int64_t i = 0;
+  i = 0;
   for (; i + lanes <= n_keys; i += lanes)
     hn::StoreU(hn::Exp(df, hn::Sub(hn::LoadU(df, scores + i), vmx)), df, scores + i);
   if (i < n_keys) {
@@ -135,19 +207,29 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
     hn::Store(hn::Exp(df, hn::Sub(hn::Load(df, tail), vmx)), df, tail);
     std::memcpy(scores + i, tail, (n_keys - i) * sizeof(float));
   }
-  double denom = 0;
-  for (int64_t j = 0; j < n_keys; ++j) denom += scores[j];
-  // Weighted sum of V rows, accumulated in `out` (in L1) key by key.
-  for (int64_t c = 0; c < d; c += lanes) hn::StoreU(hn::Zero(df), df, out + c);
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const VF wj = hn::Set(df, scores[j]);
-    const float* vr = v_base + row_off[j];
-    for (int64_t c = 0; c < d; c += lanes)
-      hn::StoreU(hn::MulAdd(wj, hn::LoadU(df, vr + c), hn::LoadU(df, out + c)), df, out + c);
+  // The denominator in double, keys j = 0, 1, 2, 3 (mod 4) in four running sums (one chain of
+  // dependent adds over the keys took as long as the scores' FMAs on Zen 3).
+  double sum4[4] = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= n_keys; j += 4)
+    for (int r = 0; r < 4; ++r) sum4[r] += scores[j + r];
+  for (int r = 0; j < n_keys; ++j, ++r) sum4[r] += scores[j];
+  const double denom = (sum4[0] + sum4[1]) + (sum4[2] + sum4[3]);
+  // Weighted sum of V rows: blocks of up to 8 vectors of the output, each over all keys.
+  int64_t c = 0;
+  for (; c + 8 * lanes <= d; c += 8 * lanes)
+    WeightedSumBlock<8>(v_base, row_off, scores, n_keys, c, out);
+  if (c + 4 * lanes <= d) {
+    WeightedSumBlock<4>(v_base, row_off, scores, n_keys, c, out);
+    c += 4 * lanes;
   }
+  if (c + 2 * lanes <= d) {
+    WeightedSumBlock<2>(v_base, row_off, scores, n_keys, c, out);
+    c += 2 * lanes;
+  }
+  if (c < d) WeightedSumBlock<1>(v_base, row_off, scores, n_keys, c, out);
   const VF inv = hn::Set(df, static_cast<float>(1.0 / denom));
-  for (int64_t c = 0; c < d; c += lanes)
-    hn::StoreU(hn::Mul(hn::LoadU(df, out + c), inv), df, out + c);
+  for (c = 0; c < d; c += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, out + c), inv), df, out + c);
 }
 
 float ReadSum(const float* p, int64_t n) {

@@ -598,8 +598,10 @@ TEST_F(FastCpuOpsTest, RmsNormAndRopeMatchReference) {
 // Random sequences with scattered blocks; the fast kernel against the reference, then bitwise:
 // every query row computed in one batch equals the same row computed alone.
 TEST_F(FastCpuOpsTest, PagedAttentionMatchesReferenceAndIsBatchInvariant) {
-  for (auto [hq, hkv, d] : {std::tuple{4, 2, 64}, std::tuple{14, 2, 64}, std::tuple{2, 2, 32},
-                            std::tuple{8, 8, 128}, std::tuple{3, 1, 48}}) {
+  // d 56 and 8: the portable kernel's weighted sum in blocks of 4 + 2 + 1 and 1 vectors (AVX2).
+  for (auto [hq, hkv, d] :
+       {std::tuple{4, 2, 64}, std::tuple{14, 2, 64}, std::tuple{2, 2, 32}, std::tuple{8, 8, 128},
+        std::tuple{3, 1, 48}, std::tuple{6, 2, 56}, std::tuple{2, 1, 8}}) {
     const int block = 16, num_blocks = 64, max_blocks = 12;
     std::vector<int32_t> ctx = {1, 37, 150, 16, 191};
     const int seqs = static_cast<int>(ctx.size());

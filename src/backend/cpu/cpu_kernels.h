@@ -352,6 +352,14 @@ void QuantLinearW4A16Panels(const QuantLinearTask& task, int64_t t0, int64_t t1,
 // (16-row panels); avx512::LinearPanels gives the same bits on AVX-512 CPUs. n0 a multiple of 16,
 // n1 one too or task.ldo.
 void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
+// Paged attention for up to 4 query heads sharing one KV head, each K/V row loaded once for all
+// (cpu_kernels_attention_avx2.cc; its header says the arithmetic); d a multiple of 8
+// (AttentionGroupSupports). scratch: at least 4 * n_keys floats. A head's result does not depend
+// on the other heads of the call.
+bool AttentionGroupSupports(int64_t d);
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
+                    const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride);
 }  // namespace avx2
 
 // Dense weights the broadcast-x panel kernels (avx2:: and avx512::LinearPanels) take on this CPU,

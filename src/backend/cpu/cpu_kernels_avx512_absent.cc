@@ -90,6 +90,11 @@ void QuantLinearInt8(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t)
 void LinearPanels(const LinearTask&, int64_t, int64_t, int64_t, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
+bool AttentionGroupSupports(int64_t) { return false; }
+void AttentionGroup(const float*, int64_t, int, const float*, const float*, const int64_t*, int64_t,
+                    int64_t, float, float*, float*, int64_t) {
+  XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
+}
 bool Int8PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
 Layout Int8PanelsLayout(QuantType) { return Layout::kRowMajor; }
 void QuantLinearInt8Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {

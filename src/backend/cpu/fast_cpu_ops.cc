@@ -337,8 +337,9 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
   XI_CHECK(q.rank() == 3 && k_cache.rank() == 3 && v_cache.rank() == 3);
   const int64_t t_rows = q.dim(0), hq = q.dim(1), d = q.dim(2), hkv = k_cache.dim(1);
   const bool avx512 = features_.avx512 && d % 16 == 0;
-  const bool simd = !features_.avx512 && features_.simd && cpu::simd::AttentionSupports(d);
-  if (!avx512 && !simd) return CpuOps::PagedAttention(q, k_cache, v_cache, b, out);
+  const bool avx2 = !features_.avx512 && features_.avx2 && cpu::avx2::AttentionGroupSupports(d);
+  const bool simd = !features_.avx512 && !avx2 && features_.simd && cpu::simd::AttentionSupports(d);
+  if (!avx512 && !avx2 && !simd) return CpuOps::PagedAttention(q, k_cache, v_cache, b, out);
   XI_CHECK(k_cache.dim(2) == d && hq % hkv == 0 && out.numel() == q.numel());
   XI_CHECK(v_cache.numel() == k_cache.numel());
   XI_CHECK(static_cast<int64_t>(b.positions.size()) == t_rows && b.block_size > 0);
@@ -380,12 +381,13 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
       XI_CHECK(slot >= 0 && slot < num_slots);
       off[p] = (slot * hkv + kvh) * d;
     }
-    if (grouped) {
+    if (grouped || avx2) {
       // Up to 4 of the group's query heads per call share each K/V row load.
+      const auto kernel = avx2 ? cpu::avx2::AttentionGroup : cpu::avx512::AttentionGroup;
       for (int64_t h = kvh * group; h < (kvh + 1) * group; h += 4) {
         const int heads = static_cast<int>(std::min<int64_t>(4, (kvh + 1) * group - h));
-        cpu::avx512::AttentionGroup(qs + (t * hq + h) * d, d, heads, ks, vs, off, n_keys, d, scale,
-                                    scores, os + (t * hq + h) * d, d);
+        kernel(qs + (t * hq + h) * d, d, heads, ks, vs, off, n_keys, d, scale, scores,
+               os + (t * hq + h) * d, d);
       }
       return;
     }

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -640,6 +641,55 @@ TEST_F(FastCpuOpsTest, PagedAttentionMatchesReferenceAndIsBatchInvariant) {
         fast_.PagedAttention(q1, kc, vc, one, out1);
         ASSERT_TRUE(BitwiseEqual(out1.data<float>(), o1.data<float>() + r * hq * d, hq * d))
             << "row " << r << " of sequence " << s;
+      }
+    }
+  }
+}
+
+// The AVX2 grouped kernel: a head's output is the same bits whichever heads share its call (its
+// score is reduced alone, its weighted sum has its own accumulators), and near the reference.
+TEST_F(FastCpuOpsTest, Avx2AttentionGroupHeadDoesNotDependOnItsNeighbours) {
+  if (!cpu::DetectCpuFeatures().avx2) GTEST_SKIP() << "needs AVX2";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  for (int64_t d : {64, 56, 128, 8}) {
+    for (int64_t n : {1, 2, 7, 33, 300}) {
+      // Keys scattered over a cache of 2n rows, in a shuffled order.
+      std::vector<float> k(2 * n * d), v(2 * n * d), q(4 * d);
+      for (float& x : k) x = dist(rng);
+      for (float& x : v) x = dist(rng);
+      for (float& x : q) x = dist(rng);
+      std::vector<int64_t> rows(2 * n);
+      for (int64_t i = 0; i < 2 * n; ++i) rows[i] = i;
+      std::shuffle(rows.begin(), rows.end(), rng);
+      std::vector<int64_t> off(n);
+      for (int64_t p = 0; p < n; ++p) off[p] = rows[p] * d;
+      const float scale = 1.f / std::sqrt(static_cast<float>(d));
+      std::vector<float> scratch(4 * n), all(4 * d), one(d), three(3 * d);
+      cpu::avx2::AttentionGroup(q.data(), d, 4, k.data(), v.data(), off.data(), n, d, scale,
+                                scratch.data(), all.data(), d);
+      cpu::avx2::AttentionGroup(q.data() + d, d, 3, k.data(), v.data(), off.data(), n, d, scale,
+                                scratch.data(), three.data(), d);
+      ASSERT_TRUE(BitwiseEqual(three.data(), all.data() + d, 3 * d)) << d << " " << n;
+      for (int h = 0; h < 4; ++h) {
+        cpu::avx2::AttentionGroup(q.data() + h * d, d, 1, k.data(), v.data(), off.data(), n, d,
+                                  scale, scratch.data(), one.data(), d);
+        ASSERT_TRUE(BitwiseEqual(one.data(), all.data() + h * d, d)) << d << " " << n << " " << h;
+        // The reference: softmax(q . k * scale) . v in double.
+        std::vector<double> s(n);
+        double mx = -INFINITY, den = 0;
+        for (int64_t p = 0; p < n; ++p) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += double{q[h * d + c]} * k[off[p] + c];
+          s[p] = dot * scale;
+          mx = std::max(mx, s[p]);
+        }
+        for (double& x : s) den += (x = std::exp(x - mx));
+        for (int64_t c = 0; c < d; ++c) {
+          double o = 0;
+          for (int64_t p = 0; p < n; ++p) o += s[p] * v[off[p] + c];
+          ASSERT_NEAR(one[c], o / den, 2e-6) << d << " " << n << " " << h << " " << c;
+        }
       }
     }
   }

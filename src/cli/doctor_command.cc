@@ -56,6 +56,7 @@ int Run(const DoctorOptions& o) {
                       {"neon_dotprod", f.neon_dotprod},
                       {"kernels", cpu::KernelIsaName()},
                       {"bf16_linear_path", bf16_path},
+                      {"read_once_prefetch", f.read_once_non_temporal ? "nta" : "l2"},
                       {"transparent_huge_pages", TransparentHugePageMode()}};
   MachineLimits limits;
   if (o.measure) {
@@ -92,9 +93,9 @@ int Run(const DoctorOptions& o) {
              j["cpu"].get<std::string>(), std::thread::hardware_concurrency(), threads, mem_gib);
   fmt::print(
       "isa:      avx2 {}, avx512 {}, avx512-bf16 {}, avx512-vnni {}, neon-dotprod {}; kernels {}, "
-      "BF16 Linear path {}\n",
+      "BF16 Linear path {}, read-once prefetch {}\n",
       f.avx2, f.avx512, f.avx512_bf16, f.avx512_vnni, f.neon_dotprod, cpu::KernelIsaName(),
-      bf16_path);
+      bf16_path, f.read_once_non_temporal ? "nta" : "l2");
   // Weights and the KV cache are advised as huge pages; "never" costs decode ~25 % (TLB misses).
   fmt::print("memory:   transparent huge pages {}{}\n", TransparentHugePageMode(),
              std::string_view(TransparentHugePageMode()) == "never"

@@ -3,8 +3,12 @@
 // copies survive the inputs; with mmap_weights the inputs come back untouched. Large buffers are
 // huge-page aligned.
 #include <gtest/gtest.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -38,6 +42,25 @@ TEST(CpuFeaturesTest, DenseDecodePrefetchIsOffOnlyWhereAvx512IsDoublePumped) {
   EXPECT_EQ(cpu::DenseDecodePrefetchBytes(f), 0);
   const cpu::CpuFeatures& detected = cpu::DetectCpuFeatures();
   EXPECT_TRUE(!detected.avx512_double_pumped || detected.avx512);
+}
+
+// Decode's read-once prefetch hint: prefetchnta on AMD, prefetcht1 elsewhere (Intel: prefetchnta
+// halved the stream), XINFER_READ_ONCE_PREFETCH=nta|l2 deciding where set.
+TEST(CpuFeaturesTest, ReadOncePrefetchIsNonTemporalOnAmdUnlessOverridden) {
+  EXPECT_TRUE(cpu::ReadOnceNonTemporal(/*amd=*/true, nullptr));
+  EXPECT_FALSE(cpu::ReadOnceNonTemporal(/*amd=*/false, nullptr));
+  for (bool amd : {false, true}) {
+    EXPECT_TRUE(cpu::ReadOnceNonTemporal(amd, "nta"));
+    EXPECT_FALSE(cpu::ReadOnceNonTemporal(amd, "l2"));
+    EXPECT_EQ(cpu::ReadOnceNonTemporal(amd, "NTA "), amd);  // unknown: the vendor's, warned
+  }
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  ASSERT_NE(__get_cpuid(0, &eax, &ebx, &ecx, &edx), 0);
+  const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // AuthenticAMD
+  const char* set = std::getenv("XINFER_READ_ONCE_PREFETCH");
+  EXPECT_EQ(cpu::DetectCpuFeatures().read_once_non_temporal, cpu::ReadOnceNonTemporal(amd, set));
+#endif
 }
 
 TEST(CpuBackendTest, PlaceWeightsCopiesKeepsOrderAndAliasing) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "base/logging.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -30,9 +31,19 @@ unsigned AmdFamily() {
 }  // namespace
 #endif
 
+bool ReadOnceNonTemporal(bool amd, const char* override_value) {
+  if (override_value == nullptr) return amd;
+  if (std::strcmp(override_value, "nta") == 0) return true;
+  if (std::strcmp(override_value, "l2") == 0) return false;
+  XI_LOG_WARN("XINFER_READ_ONCE_PREFETCH={} is neither nta nor l2; keeping {}", override_value,
+              amd ? "nta" : "l2");
+  return amd;
+}
+
 const CpuFeatures& DetectCpuFeatures() {
   static const CpuFeatures features = [] {
     CpuFeatures f;
+    bool amd = false;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -43,6 +54,7 @@ const CpuFeatures& DetectCpuFeatures() {
     f.avx512_vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi");
     f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
     f.avx512_double_pumped = f.avx512 && AmdFamily() == 0x19;  // Zen 4 (Zen 3 has no AVX-512)
+    amd = AmdFamily() != 0;
 #endif
 #if defined(__aarch64__)
     f.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
@@ -67,6 +79,7 @@ const CpuFeatures& DetectCpuFeatures() {
       hwy::DisableTargets(~(hwy_allowed | HWY_EMU128 | HWY_SCALAR));
     }
     f.simd = !portable && simd::Available();
+    f.read_once_non_temporal = ReadOnceNonTemporal(amd, std::getenv("XINFER_READ_ONCE_PREFETCH"));
     return f;
   }();
   return features;

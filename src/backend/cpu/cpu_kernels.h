@@ -25,11 +25,22 @@ struct CpuFeatures {
   bool neon_dotprod = false;  // ARM64 sdot (ARMv8.2 DotProd: Kunpeng 920, Neoverse N1)
   // AVX-512 on 256-bit units, each 512-bit op issued as two halves (AMD Zen 4: family 19h).
   bool avx512_double_pumped = false;
+  // Prefetches of weight bytes read once (decode) use prefetchnta instead of prefetcht1. True on
+  // AMD, where non-temporal streamed 2-10 % more of the bandwidth (Zen 5, session 16); false
+  // elsewhere: on a 2-core Intel Xeon (family 6 model 207, session 21) prefetchnta streamed a
+  // decode GEMV at 0.46-0.51 of the plain read against 0.82-0.86 with prefetcht1
+  // (stream_prefetch_bench; docs/performance.md). XINFER_READ_ONCE_PREFETCH=nta|l2 overrides it,
+  // for A/B runs on a new host.
+  bool read_once_non_temporal = false;
   // Highway (cpu_kernels_hwy.cc) found a SIMD target on this CPU (SSE4, AVX2, NEON, SVE, ...):
   // FastCpuOps then runs the portable SIMD kernels where the AVX-512 ones do not apply.
   bool simd = false;
 };
 const CpuFeatures& DetectCpuFeatures();
+// CpuFeatures::read_once_non_temporal for a CPU of that vendor and XINFER_READ_ONCE_PREFETCH's
+// value (null: unset): "nta" or "l2" decide; any other value keeps the vendor's hint with a
+// warning, so that a typo in an A/B run does not pass unnoticed.
+bool ReadOnceNonTemporal(bool amd, const char* override_value);
 
 // Which Linear path BF16 weights take. kWidenF32 (the default) widens the weights to F32 in
 // registers and keeps F32 activations. kBf16Dot (`--dtype bfloat16`, on CPUs with AVX512-BF16)
@@ -122,12 +133,13 @@ constexpr int64_t kQuantPrefetchBytes = 4096;
 inline void PrefetchRange(const void* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 3);
 }
-// - Bytes that one pass of x reads once (decode; none of them reused by another tile) go best
-//   non-temporal (prefetchnta) and 8 KiB ahead, in every decode kernel measured so far: against
-//   prefetcht0/t1 2-8 % more of the bandwidth in slow minutes and up to 10 % in fast ones
-//   (2-core Zen 5, session 16, docs/performance.md).
+// - Bytes that one pass of x reads once (decode; none of them reused by another tile) are
+//   prefetched 8 KiB ahead, with the hint CpuFeatures::read_once_non_temporal gives: on AMD
+//   prefetchnta, against prefetcht0/t1 2-8 % more of the bandwidth in slow minutes and up to 10 %
+//   in fast ones (2-core Zen 5, session 16); on Intel prefetcht1, as prefetchnta there streamed
+//   half the bandwidth (2-core Xeon, session 21; 4 to 32 KiB ahead about the same with t1).
 constexpr int64_t kReadOncePrefetchBytes = 8192;
-// The dense decode GEMV's software prefetch (AVX-512 64-row group tiles at T = 1): prefetchnta
+// The dense decode GEMV's software prefetch (AVX-512 64-row group tiles at T = 1):
 // kReadOncePrefetchBytes ahead, but none at all on Zen 4 (avx512_double_pumped), whose hardware
 // prefetcher alone streams more of the bandwidth — the decode step's 97 GEMVs 0.98-1.00 of the
 // plain read against 0.95-0.97 with the prefetch, one-sequence BF16 decode +3-6 % of its paired
@@ -135,8 +147,14 @@ constexpr int64_t kReadOncePrefetchBytes = 8192;
 inline int64_t DenseDecodePrefetchBytes(const CpuFeatures& f) {
   return f.avx512_double_pumped ? 0 : kReadOncePrefetchBytes;
 }
-inline void PrefetchRangeOnce(const void* p, int64_t bytes) {
-  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 0);
+// Read-once bytes [p, p + bytes): prefetchnta if non_temporal, else prefetcht1 (into L2).
+inline void PrefetchRangeOnce(const void* p, int64_t bytes, bool non_temporal) {
+  const char* c = static_cast<const char*>(p);
+  if (non_temporal) {
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 0);
+  } else {
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 2);
+  }
 }
 
 // Paged attention reads each key's K and V rows (d floats each, where the block table puts them)

@@ -43,11 +43,11 @@ constexpr int64_t kGroup = kWideTileRows;  // weight rows per group: four regist
 constexpr int kMr = 6;                     // rows of x per tile: 24 accumulators + 4 w + 1 x
 
 // What a tile prefetches of the weight stream it reads: `ahead` bytes past each line it reads
-// (0: nothing); `read_once`: bytes no later tile reads again, prefetched non-temporal, else
-// into L2 for the tiles that follow.
+// (0: nothing); `non_temporal`: with prefetchnta (bytes no later tile reads again, on CPUs where
+// CpuFeatures::read_once_non_temporal), else into L2 (prefetcht1).
 struct TilePrefetch {
   int64_t ahead = 0;
-  bool read_once = false;
+  bool non_temporal = false;
 };
 
 // A tile (dense_panel_tile_avx512.inc): MR rows of x times one full group.
@@ -68,7 +68,8 @@ struct PanelOperands {
 };
 
 // A decode-sized x's tiles prefetch DenseDecodePrefetchBytes (cpu_kernels.h) ahead of the group
-// stream they read, with prefetchnta (each byte is read once): 8 KiB, none on Zen 4. Into L2
+// stream they read, with the read-once hint (prefetchnta on AMD, prefetcht1 on Intel, where
+// prefetchnta halved the stream; cpu_kernels.h): 8 KiB, none on Zen 4. On AMD: into L2
 // (prefetcht1), 4 KiB ahead had taken the 151936-row BF16 lm_head at T = 1 from the hardware
 // prefetcher's 43-48 GB/s to 51-54 (1 KiB 47-49, 16 KiB 45-49; session 14). Non-temporal and 8 KiB
 // ahead streams more still, most in the host's fast minutes: against a plain read of the same bytes
@@ -92,6 +93,7 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
   const int64_t rows = t1 - t0;
   const int64_t group_bytes = kGroup * o.steps * o.elem_bytes;
   static const int64_t decode_prefetch_bytes = DenseDecodePrefetchBytes(DetectCpuFeatures());
+  static const bool decode_non_temporal = DetectCpuFeatures().read_once_non_temporal;
   const bool streamed = rows > kMr && rows * o.x_row_bytes <= 256 << 10;
   const int64_t block = rows <= kMr ? g1 - g0
                         : streamed  ? 1
@@ -102,8 +104,9 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
       const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
       for (int64_t g = bs; g < be; ++g) {
         const TilePrefetch prefetch = streamed && g + 1 < g1 ? TilePrefetch{group_bytes, false}
-                                      : rows <= kMr ? TilePrefetch{decode_prefetch_bytes, true}
-                                                    : TilePrefetch{};
+                                      : rows <= kMr
+                                          ? TilePrefetch{decode_prefetch_bytes, decode_non_temporal}
+                                          : TilePrefetch{};
         tiles[mr - 1](o.x + r * o.x_row_bytes, o.ldx, o.w + g * group_bytes, o.steps,
                       o.bias != nullptr ? o.bias + g * kGroup : nullptr,
                       o.out + r * o.ldo + g * kGroup, o.ldo, prefetch);

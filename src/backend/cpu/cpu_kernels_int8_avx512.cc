@@ -60,7 +60,8 @@ using int8_formats::kQ4KOrder;
 // L1) left them waiting on DRAM: perf put the stalls on each step's first load. 8 KiB ahead into
 // L2 (prefetcht1): pure Q4_0 decode of the 0.5B shape 104-108 -> 111-116 tok/s at ~36 GB/s
 // (interleaved runs; 6-12 KiB alike, 16 KiB worse), docs/performance.md. For one pass of x
-// (decode) prefetchnta kReadOncePrefetchBytes ahead instead (cpu_kernels.h): the Q4_K_M file's
+// (decode) kReadOncePrefetchBytes ahead with the read-once hint instead (cpu_kernels.h; on AMD
+// prefetchnta, on Intel the same prefetcht1): with prefetchnta the Q4_K_M file's
 // one-sequence decode 0.78 -> 0.84 of its paired roofline in ~45 GB/s minutes, 0.54 -> 0.61 in ~70
 // GB/s ones, the Q4_0 mix (its Q8_0 lm_head runs here) 0.89 -> 0.92 (2-core Zen 5, 11-15 runs each,
 // session 16).
@@ -82,10 +83,12 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  const bool non_temporal = DetectCpuFeatures().read_once_non_temporal;
   const int64_t steps = p.row_bytes / F::kBytes;
   for (int64_t s = 0; s < steps; ++s) {
     if constexpr (kOnce)
-      PrefetchRangeOnce(rows[0].q + kReadOncePrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
+      PrefetchRangeOnce(rows[0].q + kReadOncePrefetchBytes + s * NR * F::kBytes, NR * F::kBytes,
+                        non_temporal);
     else
       PrefetchRangeL2(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
 #pragma GCC unroll 8

@@ -138,10 +138,10 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask)
 // four streams: the 151936 x 896 shape from DRAM read 26-35 GB/s that way, 34-60 so, 2-core Zen 5;
 // from L3 59-107 against 96-143.) The block's integer sum is split into four partial sums (one
 // per dword of the block's rows) added at the end — integers, so exactly the same sum — to keep
-// the vpdpbusd chain short. The stream is prefetched non-temporal (each byte is read once) 8 KiB
-// ahead, as the dense decode tiles (cpu_kernels_dense_panels_avx512.cc): AWQ g128 one-sequence
-// decode 0.81 -> 0.85 of its paired roofline in the host's ~45 GB/s minutes against prefetcht1
-// 4 KiB ahead (2-core Zen 5, 18-19 runs each; docs/performance.md, session 16).
+// the vpdpbusd chain short. The stream is prefetched 8 KiB ahead with the read-once hint
+// (cpu_kernels.h), as the dense decode tiles: on AMD non-temporal — AWQ g128 one-sequence decode
+// 0.81 -> 0.85 of its paired roofline in the host's ~45 GB/s minutes against prefetcht1 4 KiB
+// ahead (2-core Zen 5, 18-19 runs each; docs/performance.md, session 16) —, on Intel into L2.
 constexpr int64_t kGemvPrefetchBytes = kReadOncePrefetchBytes;
 template <class F>
 void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
@@ -153,10 +153,11 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
   const float* aux = t.xaux + r0 * t.ldxaux;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __mmask16 all = 0xFFFF;
+  const bool non_temporal = DetectCpuFeatures().read_once_non_temporal;
   __m512 acc = _mm512_setzero_ps();
   for (int64_t kb = 0; kb < blocks; ++kb) {
     const typename F::At at = F::Block(tile, kb);
-    PrefetchRangeOnce(at.units + ahead, 4 * unit_bytes);
+    PrefetchRangeOnce(at.units + ahead, 4 * unit_bytes, non_temporal);
     const int8_t* xb = xq + 32 * kb;
     __m512i part[4];
 #pragma GCC unroll 4

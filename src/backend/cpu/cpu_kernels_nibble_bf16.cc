@@ -130,7 +130,8 @@ struct NibbleGroupFormat<QuantType::kQ4_0> {
 };
 
 // kHiOnly (BF16 activations): the lo halves are zero, so their vdpbf16ps are skipped.
-// kOnce (one pass of x: decode): the weight bytes are read once, prefetched non-temporal.
+// kOnce (one pass of x: decode): the weight bytes are read once, prefetched with the read-once
+// hint (cpu_kernels.h: non-temporal on AMD, into L2 elsewhere).
 template <QuantType QT, bool kHiOnly, int MR, int NR, bool kOnce>
 void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int64_t n) {
   using F = NibbleGroupFormat<QT>;
@@ -144,10 +145,11 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  const bool non_temporal = DetectCpuFeatures().read_once_non_temporal;
   for (int64_t g = 0; g < p.groups; ++g) {
     if constexpr (kOnce)
       PrefetchRangeOnce(rows[0].q + kReadOncePrefetchBytes + g * NR * F::kGroupBytes,
-                        NR * F::kGroupBytes);
+                        NR * F::kGroupBytes, non_temporal);
     else
       PrefetchRange(rows[0].q + kQuantPrefetchBytes + g * NR * F::kGroupBytes, NR * F::kGroupBytes);
     if constexpr (MR == 1) {

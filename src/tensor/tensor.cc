@@ -73,6 +73,8 @@ TileGeometry TileGeometryOf(Layout layout) {
       return {kWideTileRows, 4};
     case Layout::kWordTiles64:
       return {kWideTileRows, 2};
+    case Layout::kWordPairTiles64:
+      return {kWideTileRows, 2, 0, 0, /*pairs=*/true};
     case Layout::kRowMajor:
       break;
   }
@@ -82,10 +84,16 @@ TileGeometry TileGeometryOf(Layout layout) {
 
 namespace {
 
+// The slot of row j (of nr) within its group's unit columns.
+int64_t SlotOf(const TileGeometry& g, int64_t nr, int64_t j) {
+  return g.pairs && nr == g.rows ? WordPairSlot(j) : j;
+}
+
 // Calls copy(tiled_offset, row_offset, bytes) for every head and unit of row j (of nr) of a
 // group, offsets from the group's base in the tiled layout and from the row's start.
 template <class Copy>
-void ForEachPiece(const TileGeometry& g, int64_t row_bytes, int64_t nr, int64_t j, Copy&& copy) {
+void ForEachPiece(const TileGeometry& g, int64_t row_bytes, int64_t nr, int64_t row, Copy&& copy) {
+  const int64_t j = SlotOf(g, nr, row);
   const int64_t block = g.block_bytes > 0 ? g.block_bytes : row_bytes;
   const int64_t units = (block - g.head_bytes) / g.unit_bytes;
   for (int64_t b = 0; b < row_bytes / block; ++b) {
@@ -124,13 +132,17 @@ namespace {
 // 1). A memcpy per 2-byte unit through ForEachPiece made placing a 136 M-value lm_head take
 // seconds.
 template <typename T>
-void TransposeGroup(const uint8_t* src, uint8_t* dst, int64_t nr, int64_t row_bytes) {
+void TransposeGroup(const TileGeometry& g, const uint8_t* src, uint8_t* dst, int64_t nr,
+                    int64_t row_bytes) {
   const int64_t units = row_bytes / static_cast<int64_t>(sizeof(T));
+  int64_t slot[kWideTileRows];
+  XI_CHECK(nr <= kWideTileRows);
+  for (int64_t j = 0; j < nr; ++j) slot[j] = SlotOf(g, nr, j);
   for (int64_t u = 0; u < units; ++u) {
     for (int64_t j = 0; j < nr; ++j) {
       T v;
       std::memcpy(&v, src + j * row_bytes + u * static_cast<int64_t>(sizeof(T)), sizeof(T));
-      std::memcpy(dst + (u * nr + j) * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+      std::memcpy(dst + (u * nr + slot[j]) * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
     }
   }
 }
@@ -145,11 +157,11 @@ void PackRowTiles(Layout layout, const uint8_t* src, uint8_t* dst, int64_t rows,
     const uint8_t* s = src + r0 * row_bytes;
     uint8_t* d = dst + r0 * row_bytes;
     if (g.head_bytes == 0 && g.unit_bytes == 4) {
-      TransposeGroup<uint32_t>(s, d, nr, row_bytes);
+      TransposeGroup<uint32_t>(g, s, d, nr, row_bytes);
       continue;
     }
     if (g.head_bytes == 0 && g.unit_bytes == 2) {
-      TransposeGroup<uint16_t>(s, d, nr, row_bytes);
+      TransposeGroup<uint16_t>(g, s, d, nr, row_bytes);
       continue;
     }
     for (int64_t j = 0; j < nr; ++j) {

@@ -67,6 +67,13 @@ using Shape = std::vector<int64_t>;
 //     AVX-512 dense broadcast-x kernels (cpu_kernels_dense_panels_avx512.cc): a k-step of a
 //     group is four 16-lane registers that lie one after another, so a decode GEMV keeps four
 //     FMA chains going on one sequential stream.
+//   kWordPairTiles64 (G = 64, U = 2, no head, pairs): kWordTiles64 with the 64 rows of a full
+//     group in pair order — per k-step, 32-row half h, value slot 32h + 2i holds row 32h + i and
+//     slot 32h + 2i + 1 row 32h + 16 + i (i < 16) — so that one 64-byte vector's dword i is rows
+//     (32h + i, 32h + 16 + i): BF16 weights widen to F32 by one shift for 16 rows and one AND for
+//     the other 16 instead of a zero-extension and a shift per 16 (AVX-512 BF16 weights with F32
+//     activations; docs/performance.md, session 21). A short last group keeps kWordTiles64's
+//     order.
 enum class Layout : uint8_t {
   kRowMajor,
   kRowTiles,
@@ -74,7 +81,8 @@ enum class Layout : uint8_t {
   kQ4_0Tiles,
   kWordTiles,
   kDwordTiles64,
-  kWordTiles64
+  kWordTiles64,
+  kWordPairTiles64
 };
 inline constexpr int64_t kTileRows = 6;
 inline constexpr int64_t kTileUnitBytes = 64;
@@ -85,7 +93,10 @@ struct TileGeometry {
   int64_t unit_bytes;       // U
   int64_t block_bytes = 0;  // B; 0: the whole row
   int64_t head_bytes = 0;   // H
+  bool pairs = false;       // full groups' rows in pair order (kWordPairTiles64)
 };
+// The slot of row j (< 64) of a full kWordPairTiles64 group within a k-step.
+constexpr int64_t WordPairSlot(int64_t j) { return (j & 32) | (j & 15) << 1 | (j >> 4 & 1); }
 // The geometry of a tiled layout (not kRowMajor).
 TileGeometry TileGeometryOf(Layout layout);
 std::string ShapeToString(const Shape& shape);

@@ -26,7 +26,8 @@ TEST(TiledLayoutTest, PackedRowsReadBackIntact) {
   for (const Case& c :
        {Case{Layout::kRowTiles, 192}, Case{Layout::kDwordTiles, 28}, Case{Layout::kQ4_0Tiles, 36},
         Case{Layout::kWordTiles, 14}, Case{Layout::kWordTiles, 1792},
-        Case{Layout::kDwordTiles64, 28}, Case{Layout::kWordTiles64, 1792}}) {
+        Case{Layout::kDwordTiles64, 28}, Case{Layout::kWordTiles64, 1792},
+        Case{Layout::kWordPairTiles64, 1792}, Case{Layout::kWordPairTiles64, 6}}) {
     for (int64_t rows : {1, 16, 37, 150}) {
       std::vector<uint8_t> src(rows * c.row_bytes), dst(src.size(), 0);
       for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + i / 251);
@@ -61,6 +62,26 @@ TEST(TiledLayoutTest, WordTilesPutEachRowsValuesSideBySide) {
   for (int64_t u = 0; u < units; ++u) {
     for (int64_t j = 0; j < 16; ++j) EXPECT_EQ(dst[u * 16 + j], j * 100 + u);
     for (int64_t j = 0; j < 5; ++j) EXPECT_EQ(dst[16 * units + u * 5 + j], (16 + j) * 100 + u);
+  }
+}
+
+// kWordPairTiles64 by hand: per unit u, slot 32h + 2i of a full group is row 32h + i and slot
+// 32h + 2i + 1 row 32h + 16 + i; the last group (6 of 70 rows) in plain order.
+TEST(TiledLayoutTest, WordPairTilesPutRowsIAnd16PlusIInOneDword) {
+  const int64_t rows = 70, units = 3, row_bytes = units * 2;
+  std::vector<uint16_t> src(rows * units);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t u = 0; u < units; ++u) src[r * units + u] = static_cast<uint16_t>(r * 10 + u);
+  std::vector<uint16_t> dst(src.size());
+  PackRowTiles(Layout::kWordPairTiles64, reinterpret_cast<const uint8_t*>(src.data()),
+               reinterpret_cast<uint8_t*>(dst.data()), rows, row_bytes, 0, 2);
+  for (int64_t u = 0; u < units; ++u) {
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 16; ++i) {
+        EXPECT_EQ(dst[u * 64 + 32 * h + 2 * i], (32 * h + i) * 10 + u);
+        EXPECT_EQ(dst[u * 64 + 32 * h + 2 * i + 1], (32 * h + 16 + i) * 10 + u);
+      }
+    for (int64_t j = 0; j < 6; ++j) EXPECT_EQ(dst[64 * units + u * 6 + j], (64 + j) * 10 + u);
   }
 }
 

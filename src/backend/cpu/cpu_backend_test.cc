@@ -130,7 +130,7 @@ TEST(CpuBackendTest, LinearWeightsAreTiledWhereTheKernelsReadThem) {
   const bool panels = cpu::DensePanelsSupport(DType::kBF16, f);
   const bool tiles = f.avx512 || f.simd;
   EXPECT_EQ(placed[0].raw(), placed[1].raw());
-  const Layout lm_layout = panels  ? (f.avx512 ? Layout::kWordTiles64 : Layout::kWordTiles)
+  const Layout lm_layout = panels  ? (f.avx512 ? Layout::kWordPairTiles64 : Layout::kWordTiles)
                            : tiles ? Layout::kRowTiles
                                    : Layout::kRowMajor;
   const Layout dword_panels = f.avx512 ? Layout::kDwordTiles64 : Layout::kDwordTiles;

@@ -323,8 +323,9 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);
 // Dense Linear on 64-row panel groups (cpu_kernels_dense_panels_avx512.cc; DensePanelsLayout:
-// kDwordTiles64 / kWordTiles64), F32 activations: the AVX2 panel kernel's per-element arithmetic
-// and bits (avx2::LinearPanels below). n0 a multiple of 64, n1 one too or task.ldo.
+// kDwordTiles64 for F32, kWordPairTiles64 for BF16, kWordTiles64 for F16), F32 activations: the
+// AVX2 panel kernel's per-element arithmetic and bits (avx2::LinearPanels below). n0 a multiple of
+// 64, n1 one too or task.ldo.
 void LinearPanels(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights with BF16 activations (`--dtype bfloat16`, AVX512-BF16 CPUs), same file: the
 // weight in kDwordTiles64 over its k-pairs (K even), x in task.xb (RoundRowsToBf16), vdpbf16ps
@@ -382,9 +383,10 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
 
 // Dense weights the broadcast-x panel kernels (avx2:: and avx512::LinearPanels) take on this CPU,
 // and the layout CpuBackend places them in for F32 activations (tensor.h): on AVX-512 CPUs
-// 64-row groups (kDwordTiles64 for F32, kWordTiles64 for BF16 / F16), on AVX2 ones 16-row panels
-// (kDwordTiles, kWordTiles). LinearPartialPanel computes output columns [p, task.ldo) — the
-// AVX2 kernel's last, partial panel (fewer than 16 rows) — with the per-element FMA sequence.
+// 64-row groups (kDwordTiles64 for F32, kWordPairTiles64 for BF16, kWordTiles64 for F16), on AVX2
+// ones 16-row panels (kDwordTiles, kWordTiles). LinearPartialPanel computes output columns [p,
+// task.ldo) — the AVX2 kernel's last, partial panel (fewer than 16 rows) — with the per-element FMA
+// sequence.
 bool DensePanelsSupport(DType dtype, const CpuFeatures& features);
 Layout DensePanelsLayout(DType dtype, const CpuFeatures& features);
 void LinearPartialPanel(const LinearTask& task, int64_t t0, int64_t t1, int64_t p);

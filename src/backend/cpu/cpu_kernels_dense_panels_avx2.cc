@@ -214,7 +214,10 @@ bool DensePanelsSupport(DType dtype, const CpuFeatures& features) {
 }
 
 Layout DensePanelsLayout(DType dtype, const CpuFeatures& features) {
-  if (features.avx512) return DTypeSize(dtype) == 4 ? Layout::kDwordTiles64 : Layout::kWordTiles64;
+  if (features.avx512)
+    return dtype == DType::kBF16   ? Layout::kWordPairTiles64
+           : DTypeSize(dtype) == 4 ? Layout::kDwordTiles64
+                                   : Layout::kWordTiles64;
   return DTypeSize(dtype) == 4 ? Layout::kDwordTiles : Layout::kWordTiles;
 }
 

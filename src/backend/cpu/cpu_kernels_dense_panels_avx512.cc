@@ -1,8 +1,8 @@
 // Dense Linear on AVX-512 CPUs, broadcast-x form over 64-row weight groups (tensor.h:
-// kDwordTiles64 / kWordTiles64): one output row per 32-bit lane, a group's k-step four 16-lane
-// registers one after another, x broadcast. Two families of tiles (dense_panel_tile_avx512.inc,
-// compiled once for each ISA) share the loop order below:
-// - F32 activations (F32, BF16, F16 weights: kDwordTiles64 for F32, kWordTiles64 for 16-bit), the
+// kDwordTiles64 / kWordPairTiles64 / kWordTiles64): one output row per 32-bit lane, a group's
+// k-step four 16-lane registers one after another, x broadcast. Two families of tiles
+// (dense_panel_tile_avx512.inc, compiled once for each ISA) share the loop order below:
+// - F32 activations (F32, BF16, F16 weights: kDwordTiles64, kWordPairTiles64, kWordTiles64), the
 //   AVX2 panel kernel's arithmetic (cpu_kernels_dense_panels_avx2.cc) and so its bits;
 // - BF16 activations (`--dtype bfloat16`, AVX512-BF16 CPUs): BF16 weights in kDwordTiles64 over
 //   their k-pairs, x rounded to BF16 (RoundRowsToBf16), vdpbf16ps.
@@ -42,11 +42,13 @@ namespace {
 constexpr int64_t kGroup = kWideTileRows;  // weight rows per group: four registers of 16 lanes
 constexpr int kMr = 6;                     // rows of x per tile: 24 accumulators + 4 w + 1 x
 
-// What a tile prefetches of the weight stream it reads: `ahead` bytes past each line it reads
-// (0: nothing); `non_temporal`: with prefetchnta (bytes no later tile reads again, on CPUs where
+// What a tile prefetches as it reads its group: per k-step kk, the `step_bytes` bytes (0: a
+// k-step's own bytes) from group + ahead + kk x step_bytes (ahead 0: nothing); `non_temporal`:
+// with prefetchnta (bytes no later tile reads again, on CPUs where
 // CpuFeatures::read_once_non_temporal), else into L2 (prefetcht1).
 struct TilePrefetch {
   int64_t ahead = 0;
+  int64_t step_bytes = 0;
   bool non_temporal = false;
 };
 
@@ -64,7 +66,8 @@ struct PanelOperands {
   int64_t steps;       // k-steps per row
   const float* bias;
   float* out;
-  int64_t ldo;  // = the weight's rows
+  int64_t ldo;         // = the weight's rows
+  bool pairs = false;  // full groups in kWordPairTiles64's row order (BF16 under the FMA tiles)
 };
 
 // A decode-sized x's tiles prefetch DenseDecodePrefetchBytes (cpu_kernels.h) ahead of the group
@@ -95,6 +98,12 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
   static const int64_t decode_prefetch_bytes = DenseDecodePrefetchBytes(DetectCpuFeatures());
   static const bool decode_non_temporal = DetectCpuFeatures().read_once_non_temporal;
   const bool streamed = rows > kMr && rows * o.x_row_bytes <= 256 << 10;
+  // Streamed: the tiles of x share the next group's prefetch, each its own part of it, so that
+  // DRAM streams while every one of them computes (all of them prefetching all of it, the next
+  // group came in during the first tile only: the 151936-row BF16 lm_head at T = 16 ran
+  // at 11 GB/s and half the FMA rate on a 2-core Xeon).
+  const int64_t share_bytes =
+      (group_bytes / o.steps + (rows + kMr - 1) / kMr - 1) / ((rows + kMr - 1) / kMr);
   const int64_t block = rows <= kMr ? g1 - g0
                         : streamed  ? 1
                                     : std::max<int64_t>(1, (256 << 10) / group_bytes);
@@ -103,10 +112,11 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
     for (int64_t r = t0; r < t1; r += kMr) {
       const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
       for (int64_t g = bs; g < be; ++g) {
-        const TilePrefetch prefetch = streamed && g + 1 < g1 ? TilePrefetch{group_bytes, false}
-                                      : rows <= kMr
-                                          ? TilePrefetch{decode_prefetch_bytes, decode_non_temporal}
-                                          : TilePrefetch{};
+        const TilePrefetch prefetch =
+            streamed && g + 1 < g1
+                ? TilePrefetch{group_bytes + (r - t0) / kMr * o.steps * share_bytes, share_bytes}
+            : rows <= kMr ? TilePrefetch{decode_prefetch_bytes, 0, decode_non_temporal}
+                          : TilePrefetch{};
         tiles[mr - 1](o.x + r * o.x_row_bytes, o.ldx, o.w + g * group_bytes, o.steps,
                       o.bias != nullptr ? o.bias + g * kGroup : nullptr,
                       o.out + r * o.ldo + g * kGroup, o.ldo, prefetch);
@@ -125,9 +135,16 @@ void RunPartialGroup(const GroupTileFn* tiles, const PanelOperands& o, int64_t t
   const uint8_t* src = o.w + g * kGroup * o.steps * o.elem_bytes;
   thread_local std::vector<uint8_t> padded;
   padded.assign(static_cast<size_t>(kGroup * o.steps * o.elem_bytes), 0);
-  for (int64_t kk = 0; kk < o.steps; ++kk)
-    std::memcpy(&padded[kk * kGroup * o.elem_bytes], src + kk * nr * o.elem_bytes,
-                nr * o.elem_bytes);
+  for (int64_t kk = 0; kk < o.steps; ++kk) {
+    if (!o.pairs) {
+      std::memcpy(&padded[kk * kGroup * o.elem_bytes], src + kk * nr * o.elem_bytes,
+                  nr * o.elem_bytes);
+      continue;
+    }
+    for (int64_t j = 0; j < nr; ++j)  // the short group is stored in plain order (tensor.h)
+      std::memcpy(&padded[(kk * kGroup + WordPairSlot(j)) * o.elem_bytes],
+                  src + (kk * nr + j) * o.elem_bytes, o.elem_bytes);
+  }
   float bias[kGroup] = {}, out[kMr * kGroup];
   if (o.bias != nullptr) std::memcpy(bias, o.bias + g * kGroup, nr * sizeof(float));
   for (int64_t r = t0; r < t1; r += kMr) {
@@ -171,20 +188,31 @@ struct FmaSteps {
 };
 struct F32Weights : FmaSteps {
   using T = float;
-  static V Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void LoadStep(const float* s, V w[4]) {
+    for (int p = 0; p < 4; ++p) w[p] = _mm512_loadu_ps(s + 16 * p);
+  }
 };
 struct F16Weights : FmaSteps {
   using T = uint16_t;
-  static V Load(const uint16_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  static void LoadStep(const uint16_t* s, V w[4]) {
+    for (int p = 0; p < 4; ++p)
+      w[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 16 * p)));
   }
 };
+// kWordPairTiles64: a 64-byte vector's dword i holds rows i (low word) and 16 + i (high word) of
+// its 32-row half; shifting the low word up and masking the high word each give a BF16 value's
+// exact F32, two ALU ops per 32 weights where a zero-extension and a shift per 16 took four
+// (the 64 FMAs of a 16-row tile shared the two vector ports with them on Intel: at T = 16, 2-core
+// Xeon, 203-228 -> 288-292 GFLOP/s from L3; docs/performance.md, session 21).
 struct Bf16Weights : FmaSteps {
   using T = uint16_t;
-  static V Load(const uint16_t* p) {
-    const __m512i v =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  static void LoadStep(const uint16_t* s, V w[4]) {
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (int h = 0; h < 2; ++h) {
+      const __m512i v = _mm512_loadu_si512(s + 32 * h);
+      w[2 * h] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+      w[2 * h + 1] = _mm512_castsi512_ps(_mm512_and_si512(v, high));
+    }
   }
 };
 
@@ -217,7 +245,8 @@ void LinearPanels(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64
                         t.k,
                         t.bias,
                         t.out,
-                        t.ldo};
+                        t.ldo,
+                        /*pairs=*/t.wdtype == DType::kBF16};
   RunPanelLinear(tiles, o, t0, t1, n0, n1);
 }
 
@@ -239,7 +268,9 @@ struct Bf16Pairs {
   using X = uint16_t;
   using V = __m512bh;
   static V AsBh(__m512i v) { return reinterpret_cast<V&>(v); }
-  static V Load(const uint32_t* p) { return AsBh(_mm512_loadu_si512(p)); }
+  static void LoadStep(const uint32_t* s, V w[4]) {
+    for (int p = 0; p < 4; ++p) w[p] = AsBh(_mm512_loadu_si512(s + 16 * p));
+  }
   static V Broadcast(const uint16_t* row, int64_t kk) {
     uint32_t pair;
     std::memcpy(&pair, row + 2 * kk, sizeof(pair));

@@ -29,9 +29,9 @@ class FastCpuOps : public CpuOps {
   // The layout CpuBackend::PlaceWeights stores a dense Linear weight in, for the kernel Linear
   // will run it on: on AVX2 and AVX-512 CPUs, panels for the broadcast-x kernels
   // (cpu::DensePanelsLayout: 16-row kDwordTiles / kWordTiles on AVX2, 64-row kDwordTiles64 /
-  // kWordTiles64 on AVX-512; kDwordTiles64 over k-pairs for BF16 under vdpbf16ps, `--dtype
-  // bfloat16`, K even); else row tiles (kRowTiles) where a kernel reads them as one stream
-  // (Highway's where a unit is whole vectors); else row-major.
+  // kWordPairTiles64 (BF16) / kWordTiles64 (F16) on AVX-512; kDwordTiles64 over k-pairs for BF16
+  // under vdpbf16ps, `--dtype bfloat16`, K even); else row tiles (kRowTiles) where a kernel reads
+  // them as one stream (Highway's where a unit is whole vectors); else row-major.
   // XINFER_DENSE_PANELS=0 skips the panels, XINFER_ROW_TILES=0 the row tiles (A/B measurements).
   Layout DenseLayoutFor(const Tensor& w) const;
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8

@@ -101,6 +101,30 @@ __attribute__((target("avx512f,avx512bw"), noinline)) float PairGemv(const uint8
   return total;
 }
 
+// F32 weights (the F32 model's tile): 256 bytes per k-step, one FMA per load.
+template <int kAhead>
+__attribute__((target("avx512f,avx512bw"), noinline)) float F32Gemv(const uint8_t* w,
+                                                                    int64_t bytes, const float* x,
+                                                                    int64_t steps) {
+  float total = 0;
+  for (int64_t g = 0; g < bytes / (256 * steps); ++g) {
+    const uint8_t* group = w + g * 256 * steps;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    for (int64_t kk = 0; kk < steps; ++kk) {
+      const uint8_t* s = group + kk * 256;
+      for (int p = 0; p < 4; ++p) __builtin_prefetch(s + kAhead + 64 * p, 0, 2);
+      const __m512 xb = _mm512_set1_ps(x[kk]);
+      for (int p = 0; p < 4; ++p)
+        acc[p] = _mm512_fmadd_ps(
+            xb, _mm512_loadu_ps(reinterpret_cast<const float*>(s + 64 * p)), acc[p]);
+    }
+    total += _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+  }
+  return total;
+}
+
 using Gemv = float (*)(const uint8_t*, int64_t, const float*, int64_t);
 struct Variant {
   std::string name;
@@ -148,6 +172,7 @@ int main(int argc, char** argv) {
       {"nta_12k", GroupGemv<12288, 0>, false},
       {"none", GroupGemv<0, 0>, false},
       {"pair_t1_8k", PairGemv<8192>, false},
+      {"f32_t1_8k", F32Gemv<8192>, false},
       {"step_t1_4k", GroupGemv<4096, 2>, true},
       {"step_t1_8k", GroupGemv<8192, 2>, true},
       {"step_pair_t1_8k", PairGemv<8192>, true},

@@ -147,8 +147,9 @@ constexpr int64_t kReadOncePrefetchBytes = 8192;
 inline int64_t DenseDecodePrefetchBytes(const CpuFeatures& f) {
   return f.avx512_double_pumped ? 0 : kReadOncePrefetchBytes;
 }
-// Read-once bytes [p, p + bytes): prefetchnta if non_temporal, else prefetcht1 (into L2).
-inline void PrefetchRangeOnce(const void* p, int64_t bytes, bool non_temporal) {
+// Every line of [p, p + bytes): prefetchnta if non_temporal (bytes read once, on AMD), else
+// prefetcht1 (into L2).
+inline void PrefetchLines(const void* p, int64_t bytes, bool non_temporal) {
   const char* c = static_cast<const char*>(p);
   if (non_temporal) {
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 0);

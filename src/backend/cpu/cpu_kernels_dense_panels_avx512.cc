@@ -102,8 +102,8 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
   // DRAM streams while every one of them computes (all of them prefetching all of it, the next
   // group came in during the first tile only: the 151936-row BF16 lm_head at T = 16 ran
   // at 11 GB/s and half the FMA rate on a 2-core Xeon).
-  const int64_t share_bytes =
-      (group_bytes / o.steps + (rows + kMr - 1) / kMr - 1) / ((rows + kMr - 1) / kMr);
+  const int64_t tiles_of_x = (rows + kMr - 1) / kMr;
+  const int64_t share_bytes = (group_bytes / o.steps + tiles_of_x - 1) / tiles_of_x;
   const int64_t block = rows <= kMr ? g1 - g0
                         : streamed  ? 1
                                     : std::max<int64_t>(1, (256 << 10) / group_bytes);

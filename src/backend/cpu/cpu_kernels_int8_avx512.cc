@@ -66,9 +66,6 @@ using int8_formats::kQ4KOrder;
 // GB/s ones, the Q4_0 mix (its Q8_0 lm_head runs here) 0.89 -> 0.92 (2-core Zen 5, 11-15 runs each,
 // session 16).
 constexpr int64_t kInt8PrefetchBytes = 8192;
-inline void PrefetchRangeL2(const void* p, int64_t bytes) {
-  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(static_cast<const char*>(p) + o, 0, 2);
-}
 
 template <QuantType QT, int MR, int NR, bool kOnce>
 void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int64_t n) {
@@ -87,10 +84,11 @@ void TileInt8(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0, int6
   const int64_t steps = p.row_bytes / F::kBytes;
   for (int64_t s = 0; s < steps; ++s) {
     if constexpr (kOnce)
-      PrefetchRangeOnce(rows[0].q + kReadOncePrefetchBytes + s * NR * F::kBytes, NR * F::kBytes,
-                        non_temporal);
+      PrefetchLines(rows[0].q + kReadOncePrefetchBytes + s * NR * F::kBytes, NR * F::kBytes,
+                    non_temporal);
     else
-      PrefetchRangeL2(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes);
+      PrefetchLines(rows[0].q + kInt8PrefetchBytes + s * NR * F::kBytes, NR * F::kBytes,
+                    /*non_temporal=*/false);
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
       __m512i u[F::kVecs];

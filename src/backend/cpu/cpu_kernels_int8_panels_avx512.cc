@@ -157,7 +157,7 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
   __m512 acc = _mm512_setzero_ps();
   for (int64_t kb = 0; kb < blocks; ++kb) {
     const typename F::At at = F::Block(tile, kb);
-    PrefetchRangeOnce(at.units + ahead, 4 * unit_bytes, non_temporal);
+    PrefetchLines(at.units + ahead, 4 * unit_bytes, non_temporal);
     const int8_t* xb = xq + 32 * kb;
     __m512i part[4];
 #pragma GCC unroll 4

@@ -148,8 +148,8 @@ void TileNibbleBf16(const QuantLinearTask& t, const PreparedQuant& p, int64_t r0
   const bool non_temporal = DetectCpuFeatures().read_once_non_temporal;
   for (int64_t g = 0; g < p.groups; ++g) {
     if constexpr (kOnce)
-      PrefetchRangeOnce(rows[0].q + kReadOncePrefetchBytes + g * NR * F::kGroupBytes,
-                        NR * F::kGroupBytes, non_temporal);
+      PrefetchLines(rows[0].q + kReadOncePrefetchBytes + g * NR * F::kGroupBytes,
+                    NR * F::kGroupBytes, non_temporal);
     else
       PrefetchRange(rows[0].q + kQuantPrefetchBytes + g * NR * F::kGroupBytes, NR * F::kGroupBytes);
     if constexpr (MR == 1) {

@@ -78,6 +78,41 @@ void BM_Linear(benchmark::State& state) {
       benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A Linear whose weight comes from DRAM as in a decode step, where every layer's weights are read
+// once per step: the weight is cycled through enough copies to exceed the last-level cache
+// (>= 96 MiB in all). Args as BM_Linear's, tiles always 1.
+void BM_LinearFromDram(benchmark::State& state) {
+  const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
+  const DType dt = state.range(3) == 0   ? DType::kF32
+                   : state.range(3) == 1 ? DType::kBF16
+                                         : DType::kF16;
+  const bool bf16 = state.range(4) == 2;
+  const std::unique_ptr<Ops> ops_ptr = MakeOps(false, bf16);
+  Tensor x = Random(DType::kF32, {t, k});
+  const Tensor w0 = Random(dt, {n, k});
+  const int64_t copies =
+      std::max<int64_t>(2, (int64_t{96} << 20) / static_cast<int64_t>(w0.size_bytes()) + 1);
+  std::vector<Tensor> ws;
+  for (int64_t c = 0; c < copies; ++c) ws.push_back(PlacedLinearWeight(w0, true, bf16));
+  Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
+  size_t next = 0;
+  for (auto _ : state) {
+    ops_ptr->Linear(x, ws[next], nullptr, y);
+    next = (next + 1) % ws.size();
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w0.size_bytes()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_LinearFromDram)
+    ->ArgsProduct({{1, 16, 64}, {9728}, {896}, {1}, {0, 2}})
+    ->ArgsProduct({{1, 16, 64}, {896}, {4864}, {1}, {0, 2}})
+    ->ArgsProduct({{1, 16}, {1152}, {896}, {1}, {0, 2}})
+    ->ArgNames({"T", "N", "K", "dtype", "path"})
+    ->UseRealTime();
+
 void LinearArgs(benchmark::internal::Benchmark* b) {
   for (int dt : {1, 0}) {
     for (int t : {1, 16, 64, 512}) {

@@ -54,12 +54,14 @@ struct TilePrefetch {
 
 // A tile (dense_panel_tile_avx512.inc): MR rows of x times one full group.
 using GroupTileFn = void (*)(const void* x, int64_t ldx, const void* group, int64_t steps,
-                             const float* bias, float* out, int64_t ldo, TilePrefetch prefetch);
+                             const float* bias, float* out, int64_t ldo, TilePrefetch prefetch,
+                             bool accumulate);
 
 // One panel Linear call's operands, in bytes where the two families differ.
 struct PanelOperands {
-  const uint8_t* x;     // row r at x + r * x_row_bytes
-  int64_t x_row_bytes;  // and ldx elements apart, as the tiles take it
+  const uint8_t* x;      // row r at x + r * x_row_bytes
+  int64_t x_row_bytes;   // and ldx elements apart, as the tiles take it
+  int64_t x_step_bytes;  // of x per k-step (one F32, or one BF16 pair)
   int64_t ldx;
   const uint8_t* w;    // the weight, groups of kGroup rows
   int64_t elem_bytes;  // of one k-step element (a value, or a BF16 pair)
@@ -82,44 +84,79 @@ struct PanelOperands {
 // BF16 decode 0.81 -> 0.90 of its paired roofline in the fast minutes, ~0.92 either way in the slow
 // ones (docs/performance.md, session 16).
 
+// Batched decode ("streamed" x: more than one tile of rows, at most 256 KiB): x stays in L1/L2
+// while every tile of it passes over one block of a group's k-steps, and every tile prefetches
+// its own share of the next block into L2 as it goes (the tiles of x share it so that DRAM streams
+// while each of them computes: with every tile prefetching all of it, the next group came in
+// during the first tile only, and the 151936-row BF16 lm_head at T = 16 ran at 11 GB/s and half
+// the FMA rate on a 2-core Xeon). A block is a whole group where the group is small, else about
+// kStreamBlockBytes of its k-steps (the tiles carry their sums from one block to the next in out):
+// a whole group of the 896 x 4864 down projection is 608 KiB in BF16, and it together with the
+// next one prefetched overflowed a 1 MiB L2 — at T = 16 from DRAM on a 2-core Zen 4, 342 GFLOP/s
+// with BF16 activations against 405 for the 9728 x 896 gate/up (docs/performance.md, session 22).
+constexpr int64_t kStreamBlockBytes = 64 << 10;
+
+void RunStreamedGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0, int64_t t1,
+                       int64_t g0, int64_t g1) {
+  const int64_t rows = t1 - t0;
+  const int64_t step_bytes = kGroup * o.elem_bytes;
+  const int64_t group_bytes = o.steps * step_bytes;
+  const int64_t blocks = std::max<int64_t>(1, group_bytes / kStreamBlockBytes);
+  const int64_t block_steps = (o.steps + blocks - 1) / blocks;
+  const int64_t tiles_of_x = (rows + kMr - 1) / kMr;
+  const int64_t share_bytes = (step_bytes + tiles_of_x - 1) / tiles_of_x;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* group = o.w + g * group_bytes;
+    for (int64_t k0 = 0; k0 < o.steps; k0 += block_steps) {
+      const int64_t steps = std::min(block_steps, o.steps - k0);
+      const bool last_block = k0 + steps == o.steps;
+      const bool prefetch_next = !(last_block && g + 1 == g1);
+      for (int64_t r = t0; r < t1; r += kMr) {
+        const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
+        // The next block starts where this one ends (the next group follows this one).
+        const TilePrefetch prefetch =
+            prefetch_next ? TilePrefetch{steps * step_bytes + (r - t0) / kMr * steps * share_bytes,
+                                         share_bytes}
+                          : TilePrefetch{};
+        tiles[mr - 1](o.x + r * o.x_row_bytes + k0 * o.x_step_bytes, o.ldx, group + k0 * step_bytes,
+                      steps, last_block && o.bias != nullptr ? o.bias + g * kGroup : nullptr,
+                      o.out + r * o.ldo + g * kGroup, o.ldo, prefetch, /*accumulate=*/k0 != 0);
+      }
+    }
+  }
+}
+
 // Full groups [g0, g1) against rows [t0, t1) of x. Each group is read from memory once:
 // - a decode-sized x (one tile) meets each group as it streams in, prefetched a little ahead;
-// - an x of up to 256 KiB (batched decode: "streamed") stays in L1/L2 while every tile of it
-//   passes over one group, and every tile prefetches the next group into L2 as it goes, so that
-//   DRAM streams while the FMAs run. (Blocks of ~256 KiB, read from DRAM by the first tile of x
-//   at a fraction of the FMA rate and then computed from L2 by the others, ran the 151936-row
-//   lm_head at T = 16 ~25 % slower than row tiles; the prefetch made up for it.)
+// - an x of more than one tile and up to 256 KiB (batched decode) is streamed: RunStreamedGroups.
+//   (Blocks of ~256 KiB of groups, read from DRAM by the first tile of x at a fraction of the FMA
+//   rate and then computed from L2 by the others, had run the 151936-row lm_head at T = 16 ~25 %
+//   slower than row tiles; prefetching the next block as the tiles go made up for it.)
 // - a larger x (prefill) meets blocks of groups of about 256 KiB (at least one) that stay in L2
 //   while every tile of x passes over them.
 void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0, int64_t t1,
                    int64_t g0, int64_t g1) {
   const int64_t rows = t1 - t0;
-  const int64_t group_bytes = kGroup * o.steps * o.elem_bytes;
+  const int64_t step_bytes = kGroup * o.elem_bytes;
+  const int64_t group_bytes = o.steps * step_bytes;
   static const int64_t decode_prefetch_bytes = DenseDecodePrefetchBytes(DetectCpuFeatures());
   static const bool decode_non_temporal = DetectCpuFeatures().read_once_non_temporal;
   const bool streamed = rows > kMr && rows * o.x_row_bytes <= 256 << 10;
-  // Streamed: the tiles of x share the next group's prefetch, each its own part of it, so that
-  // DRAM streams while every one of them computes (all of them prefetching all of it, the next
-  // group came in during the first tile only: the 151936-row BF16 lm_head at T = 16 ran
-  // at 11 GB/s and half the FMA rate on a 2-core Xeon).
-  const int64_t tiles_of_x = (rows + kMr - 1) / kMr;
-  const int64_t share_bytes = (group_bytes / o.steps + tiles_of_x - 1) / tiles_of_x;
-  const int64_t block = rows <= kMr ? g1 - g0
-                        : streamed  ? 1
-                                    : std::max<int64_t>(1, (256 << 10) / group_bytes);
+  if (streamed) {
+    RunStreamedGroups(tiles, o, t0, t1, g0, g1);
+    return;
+  }
+  const int64_t block = rows <= kMr ? g1 - g0 : std::max<int64_t>(1, (256 << 10) / group_bytes);
+  const TilePrefetch prefetch =
+      rows <= kMr ? TilePrefetch{decode_prefetch_bytes, 0, decode_non_temporal} : TilePrefetch{};
   for (int64_t bs = g0; bs < g1; bs += block) {
     const int64_t be = std::min(g1, bs + block);
     for (int64_t r = t0; r < t1; r += kMr) {
       const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
       for (int64_t g = bs; g < be; ++g) {
-        const TilePrefetch prefetch =
-            streamed && g + 1 < g1
-                ? TilePrefetch{group_bytes + (r - t0) / kMr * o.steps * share_bytes, share_bytes}
-            : rows <= kMr ? TilePrefetch{decode_prefetch_bytes, 0, decode_non_temporal}
-                          : TilePrefetch{};
         tiles[mr - 1](o.x + r * o.x_row_bytes, o.ldx, o.w + g * group_bytes, o.steps,
                       o.bias != nullptr ? o.bias + g * kGroup : nullptr,
-                      o.out + r * o.ldo + g * kGroup, o.ldo, prefetch);
+                      o.out + r * o.ldo + g * kGroup, o.ldo, prefetch, /*accumulate=*/false);
       }
     }
   }
@@ -150,7 +187,8 @@ void RunPartialGroup(const GroupTileFn* tiles, const PanelOperands& o, int64_t t
   for (int64_t r = t0; r < t1; r += kMr) {
     const int mr = static_cast<int>(std::min<int64_t>(kMr, t1 - r));
     tiles[mr - 1](o.x + r * o.x_row_bytes, o.ldx, padded.data(), o.steps,
-                  o.bias != nullptr ? bias : nullptr, out, kGroup, TilePrefetch{});
+                  o.bias != nullptr ? bias : nullptr, out, kGroup, TilePrefetch{},
+                  /*accumulate=*/false);
     for (int i = 0; i < mr; ++i)
       std::memcpy(o.out + (r + i) * o.ldo + g * kGroup, out + i * kGroup, nr * sizeof(float));
   }
@@ -239,6 +277,7 @@ void LinearPanels(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0, int64
   }
   const PanelOperands o{reinterpret_cast<const uint8_t*>(t.x),
                         t.ldx * static_cast<int64_t>(sizeof(float)),
+                        sizeof(float),
                         t.ldx,
                         static_cast<const uint8_t*>(t.w),
                         static_cast<int64_t>(DTypeSize(t.wdtype)),
@@ -290,6 +329,7 @@ void LinearPanelsBf16Dot(const LinearTask& t, int64_t t0, int64_t t1, int64_t n0
                "the BF16-dot panel kernel takes BF16 weights of even K and BF16 activations");
   const PanelOperands o{reinterpret_cast<const uint8_t*>(t.xb),
                         t.ldxb * static_cast<int64_t>(sizeof(uint16_t)),
+                        2 * sizeof(uint16_t),
                         t.ldxb,
                         static_cast<const uint8_t*>(t.w),
                         static_cast<int64_t>(sizeof(uint32_t)),

@@ -272,9 +272,9 @@ TEST_F(FastCpuOpsTest, RowTiledWeightsGiveBitwiseTheRowMajorResults) {
 // acc = fma(x[k], w[k], acc) over k from 0, then acc + bias, bitwise, for every path of the kernel
 // (AVX2: rows of x against 1..3 panels at once, 1..6-row tiles; AVX-512: 1..6-row tiles on 64-row
 // groups; several tiles of x, streamed and L2-blocked orders, the partial last panel or group
-// — 11 and 48 rows —, groups past L2 at K = 4864), every dtype, with and without a bias, 1 and
-// 3 threads. A change of the lane order (BF16's even/odd rows), of the summation order or of the
-// bias step fails it.
+// — 11 and 48 rows —, groups past L2 at K = 4864, whose streamed order carries the sums across
+// k-blocks of uneven length), every dtype, with and without a bias, 1 and 3 threads. A change of
+// the lane order (BF16's even/odd rows), of the summation order or of the bias step fails it.
 TEST_F(FastCpuOpsTest, DensePanelsAreBitwiseTheDocumentedFmaSequence) {
   const cpu::CpuFeatures& f = cpu::DetectCpuFeatures();
   if (!cpu::DensePanelsSupport(DType::kF32, f))
@@ -330,7 +330,8 @@ __attribute__((target("avx512f,avx512bf16"))) float Bf16DotChain(const uint16_t*
 // The BF16-dot panels (`--dtype bfloat16` on AVX512-BF16 CPUs: BF16 weights in 64-row groups of
 // k-pairs, x rounded to BF16) compute each element as documented: one vdpbf16ps per k-pair in k
 // order, then the bias, bitwise, for every path (1..6-row tiles, several tiles of x in streamed
-// and L2-blocked order, the partial last group of 11, 48 or 37 rows, K = 4864), with and without
+// and L2-blocked order, the partial last group of 11, 48 or 37 rows, K = 4864: streamed in
+// k-blocks of 271 and 264 pairs, the sums carried in out between them), with and without
 // a bias, 1 and 3 threads. Pairs taken in another order, or the bias folded in first, fail it.
 TEST_F(FastCpuOpsTest, Bf16DotPanelsAreBitwiseTheDocumentedDotSequence) {
   if (!cpu::DetectCpuFeatures().avx512_bf16) GTEST_SKIP() << "needs AVX512-BF16";

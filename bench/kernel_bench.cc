@@ -58,11 +58,20 @@ Tensor PlacedLinearWeight(const Tensor& w, bool tiles, bool bf16_activations) {
 // Args: T, N, K, dtype (0 F32, 1 BF16, 2 F16), path (0: FastCpuOps, 1: the portable CpuOps,
 // 2: FastCpuOps with BF16 activations, i.e. `--dtype bfloat16`), tiles (1: the weights as the
 // engine places them, 0: row-major).
+DType LinearDType(int64_t arg) {
+  return arg == 0 ? DType::kF32 : arg == 1 ? DType::kBF16 : DType::kF16;
+}
+
+void SetLinearCounters(benchmark::State& state, const Tensor& w, int64_t t, int64_t n, int64_t k) {
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w.size_bytes()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_Linear(benchmark::State& state) {
   const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
-  const DType dt = state.range(3) == 0   ? DType::kF32
-                   : state.range(3) == 1 ? DType::kBF16
-                                         : DType::kF16;
+  const DType dt = LinearDType(state.range(3));
   const std::unique_ptr<Ops> ops_ptr = MakeOps(state.range(4) == 1, state.range(4) == 2);
   Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
@@ -72,10 +81,7 @@ void BM_Linear(benchmark::State& state) {
     ops.Linear(x, w, nullptr, y);
     benchmark::ClobberMemory();
   }
-  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w.size_bytes()),
-                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  SetLinearCounters(state, w, t, n, k);
 }
 
 // A Linear whose weight comes from DRAM as in a decode step, where every layer's weights are read
@@ -83,9 +89,7 @@ void BM_Linear(benchmark::State& state) {
 // (>= 96 MiB in all). Args as BM_Linear's, tiles always 1.
 void BM_LinearFromDram(benchmark::State& state) {
   const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
-  const DType dt = state.range(3) == 0   ? DType::kF32
-                   : state.range(3) == 1 ? DType::kBF16
-                                         : DType::kF16;
+  const DType dt = LinearDType(state.range(3));
   const bool bf16 = state.range(4) == 2;
   const std::unique_ptr<Ops> ops_ptr = MakeOps(false, bf16);
   Tensor x = Random(DType::kF32, {t, k});
@@ -101,10 +105,7 @@ void BM_LinearFromDram(benchmark::State& state) {
     next = (next + 1) % ws.size();
     benchmark::ClobberMemory();
   }
-  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w0.size_bytes()),
-                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  SetLinearCounters(state, w0, t, n, k);
 }
 BENCHMARK(BM_LinearFromDram)
     ->ArgsProduct({{1, 16, 64}, {9728}, {896}, {1}, {0, 2}})

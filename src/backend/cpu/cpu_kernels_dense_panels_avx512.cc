@@ -92,8 +92,9 @@ struct PanelOperands {
 // the FMA rate on a 2-core Xeon). A block is a whole group where the group is small, else about
 // kStreamBlockBytes of its k-steps (the tiles carry their sums from one block to the next in out):
 // a whole group of the 896 x 4864 down projection is 608 KiB in BF16, and it together with the
-// next one prefetched overflowed a 1 MiB L2 — at T = 16 from DRAM on a 2-core Zen 4, 342 GFLOP/s
-// with BF16 activations against 405 for the 9728 x 896 gate/up (docs/performance.md, session 22).
+// next one prefetched overflowed a 1 MiB L2 — at T = 16 from DRAM on a 2-core Zen 4 with BF16
+// activations, 316 GFLOP/s against 391 for the 9728 x 896 gate/up; in blocks 355
+// (kernel_bench BM_LinearFromDram; docs/performance.md, session 22).
 constexpr int64_t kStreamBlockBytes = 64 << 10;
 
 void RunStreamedGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0, int64_t t1,
@@ -137,8 +138,7 @@ void RunStreamedGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t
 void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0, int64_t t1,
                    int64_t g0, int64_t g1) {
   const int64_t rows = t1 - t0;
-  const int64_t step_bytes = kGroup * o.elem_bytes;
-  const int64_t group_bytes = o.steps * step_bytes;
+  const int64_t group_bytes = kGroup * o.steps * o.elem_bytes;
   static const int64_t decode_prefetch_bytes = DenseDecodePrefetchBytes(DetectCpuFeatures());
   static const bool decode_non_temporal = DetectCpuFeatures().read_once_non_temporal;
   const bool streamed = rows > kMr && rows * o.x_row_bytes <= 256 << 10;

@@ -192,19 +192,21 @@ BENCHMARK(BM_QuantLinear)
 // `cold` 1: one cache (huge pages, as the engine's) holding enough layers' keys to fill 64 MiB,
 // one layer per call in turn, so every call finds its rows out of cache, as a decode step does
 // after streaming the other weights. `prefill` 1: one sequence's prompt instead, T = ctx rows at
-// positions 0 .. ctx - 1 (causal: row p attends to p + 1 keys).
+// positions 0 .. ctx - 1 (causal: row p attends to p + 1 keys). `bf16` 1: a BF16 cache
+// (`--kv-cache-dtype bfloat16`: half the bytes per key).
 void BM_PagedAttention(benchmark::State& state) {
   const bool prefill = state.range(3) != 0;
+  const DType kv_dtype = state.range(4) != 0 ? DType::kBF16 : DType::kF32;
   const int64_t t = state.range(0), ctx = state.range(1);
   const int64_t seqs = prefill ? 1 : t;
   const int hq = 14, hkv = 2, d = 64, block = 16;
   const int64_t blocks_per_seq = (ctx + block - 1) / block;
   const int64_t layer_blocks = seqs * blocks_per_seq;
-  const int64_t layer_bytes = 2 * layer_blocks * block * hkv * d * sizeof(float);
+  const int64_t layer_bytes = 2 * layer_blocks * block * hkv * d * DTypeSize(kv_dtype);
   const int64_t layers =
       state.range(2) != 0 ? std::max<int64_t>(2, (int64_t{64} << 20) / layer_bytes) : 1;
-  Tensor kc = Random(DType::kF32, {layers * layer_blocks * block, hkv, d});
-  Tensor vc = Random(DType::kF32, {layers * layer_blocks * block, hkv, d});
+  Tensor kc = Random(kv_dtype, {layers * layer_blocks * block, hkv, d});
+  Tensor vc = Random(kv_dtype, {layers * layer_blocks * block, hkv, d});
   std::vector<int32_t> qstart, pos;
   std::vector<std::vector<int32_t>> tables(layers);
   int64_t keys = 0;  // summed over the query rows
@@ -234,14 +236,12 @@ void BM_PagedAttention(benchmark::State& state) {
       benchmark::Counter(4.0 * hq * d * keys, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->Args({1, 512, 0, 0})
-    ->Args({16, 256, 0, 0})
-    ->Args({64, 256, 0, 0})
-    ->Args({1, 144, 1, 0})
-    ->Args({1, 512, 1, 0})
-    ->Args({16, 256, 1, 0})
-    ->Args({512, 512, 0, 1})
-    ->ArgNames({"T", "ctx", "cold", "prefill"})
+    ->ArgsProduct({{1}, {512}, {0}, {0}, {0, 1}})
+    ->ArgsProduct({{16, 64}, {256}, {0}, {0}, {0, 1}})
+    ->ArgsProduct({{1}, {144, 512}, {1}, {0}, {0, 1}})
+    ->ArgsProduct({{16}, {144, 256}, {1}, {0}, {0, 1}})
+    ->ArgsProduct({{512}, {512}, {0}, {1}, {0, 1}})
+    ->ArgNames({"T", "ctx", "cold", "prefill", "bf16"})
     ->UseRealTime();
 
 void BM_Elementwise(benchmark::State& state) {

@@ -493,5 +493,35 @@ TEST(CliTest, DtypeAndQuantizationFlags) {
   ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
 }
 
+// vLLM's --kv-cache-dtype: bfloat16 accepted (the startup log names the cache's dtype), auto
+// follows --dtype, fp8 refused with a clear message.
+TEST(CliTest, KvCacheDtypeFlag) {
+  if (!testing::HaveShared("models/tinystories-656k")) GTEST_SKIP() << "../shared not found";
+  const std::string plain =
+      " --model " + Model("tinystories-656k") + " --prompt-ids 1 --max-tokens 4 --temperature 0";
+  // The KV cache line is logged at info level (CI runs with XINFER_LOG_LEVEL=warning).
+  const std::string info = "XINFER_LOG_LEVEL=info";
+  RunResult f32 = RunXinfer("generate" + plain + " --json", info);
+  ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  EXPECT_NE(f32.err.find("GiB, F32)"), std::string::npos) << f32.err;
+  RunResult bf16 = RunXinfer("generate" + plain + " --json --kv-cache-dtype bfloat16", info);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  EXPECT_NE(bf16.err.find("GiB, BF16)"), std::string::npos) << bf16.err;
+  EXPECT_EQ(json::parse(bf16.out)["token_ids"].size(), 4u);
+  RunResult follows = RunXinfer("generate" + plain + " --json --dtype bfloat16", info);
+  ASSERT_EQ(follows.exit_code, 0) << follows.err;
+  EXPECT_NE(follows.err.find("GiB, BF16)"), std::string::npos) << follows.err;
+  RunResult fp8 = RunXinfer("generate" + plain + " --kv-cache-dtype fp8");
+  EXPECT_EQ(fp8.exit_code, 1);
+  EXPECT_NE(fp8.err.find("kv_cache_dtype fp8 is not supported by the CPU backend"),
+            std::string::npos)
+      << fp8.err;
+  RunResult typo = RunXinfer("generate" + plain + " --kv-cache-dtype bf16");
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_NE(typo.err.find("kv_cache_dtype must be auto, bfloat16, float32 or float, got 'bf16'"),
+            std::string::npos)
+      << typo.err;
+}
+
 }  // namespace
 }  // namespace xinfer

@@ -51,6 +51,7 @@ struct InvarianceCase {
   std::string model;
   int max_tokens;
   std::string dtype = "auto";  // bfloat16: the vdpbf16ps kernels must be batch-invariant too
+  std::string kv_cache_dtype = "auto";  // bfloat16: so must attention over a BF16 cache
 };
 
 void PrintTo(const InvarianceCase& c, std::ostream* os) { *os << c.model; }
@@ -65,6 +66,7 @@ TEST_P(BatchInvarianceTest, BatchedEqualsAlone) {
   EngineConfig base = BaseConfig(tc.model);
   base.max_model_len = 512;
   base.dtype = tc.dtype;
+  base.kv_cache_dtype = tc.kv_cache_dtype;
   auto alone_engine = MakeEngine(base);
   ASSERT_NE(alone_engine, nullptr);
   const int vocab = alone_engine->model_config().vocab_size;
@@ -105,16 +107,62 @@ TEST_P(BatchInvarianceTest, BatchedEqualsAlone) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, BatchInvarianceTest,
-                         ::testing::Values(InvarianceCase{"tiny-qwen3", 6},
-                                           InvarianceCase{"tiny-qwen3", 6, "bfloat16"},
-                                           InvarianceCase{"tinystories-656k", 16}),
-                         [](const auto& info) {
-                           const std::string name = info.param.model == "tiny-qwen3"
-                                                        ? std::string("TinyQwen3")
-                                                        : std::string("TinyStories");
-                           return info.param.dtype == "bfloat16" ? name + "Bf16" : name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, BatchInvarianceTest,
+    ::testing::Values(InvarianceCase{"tiny-qwen3", 6}, InvarianceCase{"tiny-qwen3", 6, "bfloat16"},
+                      InvarianceCase{"tinystories-656k", 16},
+                      InvarianceCase{"tinystories-656k", 16, "auto", "bfloat16"}),
+    [](const auto& info) {
+      std::string name =
+          info.param.model == "tiny-qwen3" ? std::string("TinyQwen3") : std::string("TinyStories");
+      if (info.param.dtype == "bfloat16") name += "Bf16";
+      if (info.param.kv_cache_dtype == "bfloat16") name += "Bf16Kv";
+      return name;
+    });
+
+// --kv-cache-dtype: a BF16 cache holds twice the blocks in the same memory; auto follows --dtype
+// (vLLM's auto is the compute dtype); fp8 and unknown names are refused with a clear message.
+TEST(EngineTest, KvCacheDtypeSizesTheCacheAndRefusesWhatItCannotStore) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  EngineConfig c = BaseConfig("tinystories-656k");
+  c.max_model_len = 512;
+  auto blocks_with = [&](const std::string& dtype, const std::string& kv) {
+    EngineConfig e = c;
+    e.dtype = dtype;
+    e.kv_cache_dtype = kv;
+    auto engine = MakeEngine(e);
+    return engine ? engine->stats().num_blocks : -1;
+  };
+  const int f32 = blocks_with("auto", "auto");
+  ASSERT_GT(f32, 0);
+  EXPECT_EQ(blocks_with("auto", "float32"), f32);
+  EXPECT_EQ(blocks_with("auto", "bfloat16"), 2 * f32);
+  EXPECT_EQ(blocks_with("bfloat16", "auto"), 2 * f32);
+  EXPECT_EQ(blocks_with("bfloat16", "float"), f32);
+
+  // A BF16 cache serves requests to completion and frees every block.
+  EngineConfig b = c;
+  b.kv_cache_dtype = "bfloat16";
+  auto engine = MakeEngine(b);
+  ASSERT_NE(engine, nullptr);
+  auto prompts = RandomPrompts(8, 5, 60, 2048, 5);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(engine->AddRequest(std::to_string(i), {prompts[i], Greedy(12)}).ok());
+  auto done = RunToCompletion(*engine);
+  ASSERT_EQ(done.size(), prompts.size());
+  for (auto& [id, out] : done) EXPECT_EQ(out.token_ids.size(), 12u) << id;
+  EXPECT_EQ(engine->stats().num_free_blocks, engine->stats().num_blocks);
+
+  for (const char* bad : {"fp8", "fp8_e4m3", "int8", "BF16", ""}) {
+    EngineConfig e = c;
+    e.kv_cache_dtype = bad;
+    auto refused = LLMEngine::Create(e);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(refused.status().message().find("kv_cache_dtype"), std::string::npos)
+        << refused.status().ToString();
+  }
+}
 
 // Acceptance: a second request sharing a 1,024-token prefix computes only its uncached tokens
 // (engine counters), and its output equals an uncached run.

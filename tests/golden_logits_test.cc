@@ -37,9 +37,9 @@ TEST_P(GoldenLogitsTest, LastLogitsAndGreedyMatchReference) {
                                testing::SharedDir() + "/golden/logits/" + c.golden);
 }
 
-// `--dtype bfloat16` (activations rounded to BF16 before BF16 weights): within the looser BF16
-// tolerance of the reference, and measurably not the F32 path (which would mean the option was
-// ignored) on CPUs that have vdpbf16ps.
+// `--dtype bfloat16` (activations rounded to BF16 before BF16 weights, and K/V in a BF16 cache,
+// its --kv-cache-dtype auto): within the looser BF16 tolerance of the reference, and measurably
+// not the F32 path (which would mean the option was ignored) on CPUs that have vdpbf16ps.
 TEST_P(GoldenLogitsTest, Bf16ActivationsStayWithinBf16Tolerance) {
   const Case c = GetParam();
   XI_REQUIRE_SHARED("models/" + c.model);
@@ -50,7 +50,8 @@ TEST_P(GoldenLogitsTest, Bf16ActivationsStayWithinBf16Tolerance) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const double bf16_diff = testing::ExpectMatchesGolden(
       **model, *backend, golden, testing::kBf16ActivationLogitTolerance,
-      testing::kBf16ActivationGapThreshold, testing::kBf16ActivationRelativeTolerance);
+      testing::kBf16ActivationGapThreshold, testing::kBf16ActivationRelativeTolerance,
+      DType::kBF16);
   auto f32_backend = CreateCpuBackend();
   auto f32_model = LoadCausalLM(testing::SharedDir() + "/models/" + c.model, *f32_backend);
   ASSERT_TRUE(f32_model.ok()) << f32_model.status().ToString();
@@ -61,6 +62,27 @@ TEST_P(GoldenLogitsTest, Bf16ActivationsStayWithinBf16Tolerance) {
   }
   std::printf("%s: max |logit - reference| F32 activations %.4f, BF16 activations %.4f\n",
               c.model.c_str(), f32_diff, bf16_diff);
+}
+
+// `--kv-cache-dtype bfloat16` on the default F32 path: K and V rounded to BF16 when written
+// (2^-9 relative, like the activations under --dtype bfloat16), so the same looser tolerance;
+// and not the F32 cache's logits (which would mean the cache ignored its dtype).
+TEST_P(GoldenLogitsTest, Bf16KvCacheStaysWithinBf16Tolerance) {
+  const Case c = GetParam();
+  XI_REQUIRE_SHARED("models/" + c.model);
+  XI_REQUIRE_SHARED("golden/logits/" + c.golden + "/golden.json");
+  const std::string golden = testing::SharedDir() + "/golden/logits/" + c.golden;
+  auto backend = CreateCpuBackend();
+  auto model = LoadCausalLM(testing::SharedDir() + "/models/" + c.model, *backend);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const double bf16_kv_diff = testing::ExpectMatchesGolden(
+      **model, *backend, golden, testing::kBf16ActivationLogitTolerance,
+      testing::kBf16ActivationGapThreshold, testing::kBf16ActivationRelativeTolerance,
+      DType::kBF16);
+  const double f32_kv_diff = testing::ExpectMatchesGolden(**model, *backend, golden);
+  EXPECT_NE(bf16_kv_diff, f32_kv_diff) << "the BF16 KV cache had no effect";
+  std::printf("%s: max |logit - reference| F32 KV cache %.4f, BF16 KV cache %.4f\n",
+              c.model.c_str(), f32_kv_diff, bf16_kv_diff);
 }
 
 // Weight placement (Backend::PlaceWeights): by default the weights are copied into huge-page
@@ -100,9 +122,9 @@ TEST(WeightPlacementTest, CopiedWeightsGiveTheMappedOnesLogitsAndReleaseTheFile)
     const std::vector<float> got = testing::LastLogits(**placed, *backend, ids);
     ASSERT_EQ(got.size(), want.size());
     // Row tiles change where the bytes lie, not the arithmetic: bitwise the same logits. The
-    // dense panels (AVX2 and AVX-512 CPUs) also change the kernel (a per-lane sum over K instead of a vector one)
-    // for the dense layers, so there the logits agree to rounding (tiny Qwen3: 2.7e-6 at most,
-    // logits up to 3.8; the Q8_0 file's quantized layers stay bitwise).
+    // dense panels (AVX2 and AVX-512 CPUs) also change the kernel (a per-lane sum over K instead of
+    // a vector one) for the dense layers, so there the logits agree to rounding (tiny Qwen3: 2.7e-6
+    // at most, logits up to 3.8; the Q8_0 file's quantized layers stay bitwise).
     if (cpu::DensePanelsSupport(DType::kBF16, cpu::DetectCpuFeatures())) {
       for (size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], want[i], 1e-3 * (1 + std::fabs(want[i]))) << name << " logit " << i;

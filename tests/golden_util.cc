@@ -43,8 +43,8 @@ std::vector<float> LastLogits(CausalLM& model, Backend& backend, const std::vect
 }
 
 double ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string& golden_dir,
-                           double logit_tolerance, double gap_threshold,
-                           double relative_tolerance) {
+                           double logit_tolerance, double gap_threshold, double relative_tolerance,
+                           DType kv_dtype) {
   const int vocab = model.config().vocab_size;
   const std::vector<GoldenPrompt> prompts = ReadLogitsGolden(golden_dir);
   EXPECT_FALSE(prompts.empty());
@@ -54,7 +54,8 @@ double ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string&
     const std::vector<int32_t>& greedy = prompt.greedy;
     EXPECT_EQ(static_cast<int>(prompt.logits.size()), vocab);
     if (static_cast<int>(prompt.logits.size()) != vocab) return worst;
-    SingleSequence seq(model, backend, static_cast<int64_t>(prompt.ids.size() + greedy.size()));
+    SingleSequence seq(model, backend, static_cast<int64_t>(prompt.ids.size() + greedy.size()),
+                       kv_dtype);
     std::vector<float> logits(vocab);
     const Status appended = seq.Append(prompt.ids, logits);
     EXPECT_TRUE(appended.ok()) << appended.ToString();

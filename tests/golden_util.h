@@ -56,10 +56,11 @@ std::vector<float> LastLogits(CausalLM& model, Backend& backend, const std::vect
 // kGoldenGapThreshold (after the first allowed divergence the continuations are no longer
 // comparable).
 // The allowed logit difference is logit_tolerance + relative_tolerance x the prompt's largest
-// |reference logit|. Returns the largest logit difference seen.
+// |reference logit|. `kv_dtype`: the KV cache's element type. Returns the largest logit
+// difference seen.
 double ExpectMatchesGolden(CausalLM& model, Backend& backend, const std::string& golden_dir,
                            double logit_tolerance = kGoldenLogitTolerance,
                            double gap_threshold = kGoldenGapThreshold,
-                           double relative_tolerance = 0);
+                           double relative_tolerance = 0, DType kv_dtype = DType::kF32);
 
 }  // namespace xinfer::testing

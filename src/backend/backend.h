@@ -63,7 +63,8 @@ class Ops {
   virtual void Add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
   // dst rows [dst_row, dst_row + src.dim(0)) = src (same row width, both F32).
   virtual void CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) = 0;
-  // Stores k, v [T, Hkv, D] into the paged caches [num_slots, Hkv, D] at rows slots[t].
+  // Stores k, v [T, Hkv, D] (F32) into the paged caches [num_slots, Hkv, D] at rows slots[t].
+  // The caches are F32, or BF16 (both alike; values rounded to nearest even).
   virtual void WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
                             Tensor& k_cache, Tensor& v_cache) = 0;
   // Causal attention over a paged KV cache for a batch of sequences (PagedAttention): query t of
@@ -72,6 +73,8 @@ class Ops {
   //        + pos % block_size). GQA when Hq > Hkv. q and out are [T, Hq, D].
   // Each query row is computed independently of the others, in the same order, so results do not
   // depend on how requests are batched or chunked.
+  // The caches are F32 or BF16 (both alike); BF16 is widened exactly, so the result is the one an
+  // F32 cache holding the same values gives.
   struct PagedAttentionBatch {
     std::span<const int32_t> query_start;   // [S + 1]: sequence s owns query rows [qs[s], qs[s+1])
     std::span<const int32_t> positions;     // [T]

@@ -35,6 +35,7 @@ struct OfflineBenchOptions {
   int threads = 0;
   int runs = 3;
   std::string dtype = "auto";
+  std::string kv_cache_dtype = "auto";
   bool mmap_weights = false;
   std::optional<bool> int8_activations;  // unset: the engine's default
   bool json = false;
@@ -104,12 +105,14 @@ int Run(const OfflineBenchOptions& o) {
   if (o.input_len < 1 || o.output_len < 2 || o.batch < 1 || o.runs < 1)
     return ReportError(InvalidArgument(
         "--input-len >= 1, --output-len >= 2, --batch >= 1 and --runs >= 1 are required"));
-  auto cost = ComputeModelCost(o.model);
-  if (!cost.ok()) return ReportError(cost.status());
   EngineConfig cfg;
   cfg.model = o.model;
   cfg.threads = o.threads;
   cfg.dtype = o.dtype;
+  cfg.kv_cache_dtype = o.kv_cache_dtype;
+  if (Status s = ValidateKvCacheDtype(o.kv_cache_dtype); !s.ok()) return ReportError(s);
+  auto cost = ComputeModelCost(o.model, cfg.KvCacheDType());
+  if (!cost.ok()) return ReportError(cost.status());
   cfg.mmap_weights = o.mmap_weights;
   cfg.int8_activations = o.int8_activations;
   const bool int8 = cfg.Int8ActivationsFor(IsGgufModelPath(o.model));
@@ -175,6 +178,7 @@ int Run(const OfflineBenchOptions& o) {
         {"decode_tok_s_runs", decode},
         {"isa", cpu::KernelIsaName()},
         {"dtype", o.dtype},
+        {"kv_cache_dtype", DTypeName(cfg.KvCacheDType())},
         {"mmap_weights", o.mmap_weights},
         {"int8_activations", int8},
         {"temperature", o.temperature},
@@ -235,6 +239,9 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
   cmd->add_option("--runs", opts->runs, "Timed runs (the median is reported)")
       ->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "As serve's --dtype: auto, bfloat16 or float32")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
+                  "As serve's --kv-cache-dtype: auto, bfloat16 or float32")
       ->capture_default_str();
   cmd->add_flag_function(
       "--int8-activations,!--no-int8-activations",

@@ -35,6 +35,10 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--dtype", c->dtype,
                   "auto (default; = float32 on CPU), bfloat16 (BF16 activations on BF16 weights: "
                   "faster, logits move by ~0.5 %) or float32");
+  cmd->add_option("--kv-cache-dtype", c->kv_cache_dtype,
+                  "auto (default: the activations' dtype, float32 or with --dtype bfloat16 "
+                  "bfloat16), bfloat16 (half the KV memory per token, K/V rounded to BF16) or "
+                  "float32");
   cmd->add_option("-q,--quantization", c->quantization,
                   "awq or gguf; must match the model (default: taken from the model)");
 }

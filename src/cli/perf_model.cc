@@ -32,7 +32,7 @@ double PeakFor(const MachineLimits& m, ComputePeak peak, const char** name) {
 
 // A GGUF file: projections are the 2-D blk.* weights; token_embd doubles as the lm_head when
 // there is no output.weight.
-StatusOr<ModelCost> GgufModelCost(const std::string& path) {
+StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype) {
   XI_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(path));
   XI_ASSIGN_OR_RETURN(std::string arch, gguf->GetString("general.architecture"));
   XI_ASSIGN_OR_RETURN(int64_t hidden, gguf->GetInt(arch + ".embedding_length"));
@@ -65,14 +65,15 @@ StatusOr<ModelCost> GgufModelCost(const std::string& path) {
   if (!has_output) cost.decode_read_bytes += embed_bytes;
   cost.lm_head_flops = 2.0 * static_cast<double>(vocab) * static_cast<double>(hidden);
   cost.attn_flops_per_ctx = 4.0 * layers * heads * head_dim;
-  cost.kv_bytes_per_token = static_cast<size_t>(layers) * 2 * kv_heads * head_dim * sizeof(float);
+  cost.kv_bytes_per_token =
+      static_cast<size_t>(layers) * 2 * kv_heads * head_dim * DTypeSize(kv_dtype);
   return cost;
 }
 
 }  // namespace
 
-StatusOr<ModelCost> ComputeModelCost(const std::string& model_path) {
-  if (EndsWith(model_path, ".gguf")) return GgufModelCost(model_path);
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dtype) {
+  if (EndsWith(model_path, ".gguf")) return GgufModelCost(model_path, kv_dtype);
   const std::string& model_dir = model_path;
   std::ifstream in(model_dir + "/config.json");
   if (!in) return NotFound("no config.json in {}", model_dir);
@@ -117,7 +118,8 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path) {
   if (!has_lm_head) cost.decode_read_bytes += embed_bytes;  // tied: the table is the lm_head
   cost.lm_head_flops = 2.0 * static_cast<double>(vocab) * static_cast<double>(hidden);
   cost.attn_flops_per_ctx = 4.0 * layers * heads * head_dim;
-  cost.kv_bytes_per_token = static_cast<size_t>(layers) * 2 * kv_heads * head_dim * sizeof(float);
+  cost.kv_bytes_per_token =
+      static_cast<size_t>(layers) * 2 * kv_heads * head_dim * DTypeSize(kv_dtype);
   return cost;
 }
 

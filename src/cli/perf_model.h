@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_limits.h"
 #include "base/status.h"
+#include "tensor/dtype.h"
 
 namespace xinfer {
 
@@ -16,12 +17,13 @@ struct ModelCost {
   double linear_flops = 0;        // 2 x projection parameters (per token, every row)
   double lm_head_flops = 0;       // 2 x vocab x hidden (per sampled row)
   double attn_flops_per_ctx = 0;  // 4 x layers x heads x head_dim (per token per context token)
-  size_t kv_bytes_per_token = 0;  // F32 K and V, all layers
+  size_t kv_bytes_per_token = 0;  // K and V of all layers in the KV cache's dtype
   std::string dtype;              // dtype of the projection weights ("BF16", "F32", ...)
 };
 
-// `model_path`: a Hugging Face folder (dense or AWQ safetensors) or a .gguf file.
-StatusOr<ModelCost> ComputeModelCost(const std::string& model_path);
+// `model_path`: a Hugging Face folder (dense or AWQ safetensors) or a .gguf file; `kv_dtype`: the
+// KV cache's element type (EngineConfig::KvCacheDType).
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dtype = DType::kF32);
 
 struct Roofline {
   double decode_tok_s_per_seq = 0;  // one sequence: bandwidth / bytes per step

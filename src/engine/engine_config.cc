@@ -15,6 +15,24 @@ Status ValidateDtype(const std::string& dtype) {
   return Status::Ok();
 }
 
+Status ValidateKvCacheDtype(const std::string& kv_cache_dtype) {
+  if (kv_cache_dtype.rfind("fp8", 0) == 0)
+    return InvalidArgument(
+        "kv_cache_dtype {} is not supported by the CPU backend; use auto, bfloat16 or float32",
+        kv_cache_dtype);
+  if (kv_cache_dtype != "auto" && kv_cache_dtype != "bfloat16" && kv_cache_dtype != "float32" &&
+      kv_cache_dtype != "float")
+    return InvalidArgument("kv_cache_dtype must be auto, bfloat16, float32 or float, got '{}'",
+                           kv_cache_dtype);
+  return Status::Ok();
+}
+
+DType EngineConfig::KvCacheDType() const {
+  if (kv_cache_dtype == "bfloat16") return DType::kBF16;
+  if (kv_cache_dtype == "auto" && bf16_activations()) return DType::kBF16;
+  return DType::kF32;
+}
+
 Status EngineConfig::Validate() const {
   if (model.empty()) return InvalidArgument("model: a model folder is required");
   if (block_size < 1 || block_size > 1024)
@@ -38,6 +56,7 @@ Status EngineConfig::Validate() const {
                            scheduling_policy);
   if (threads < 0) return InvalidArgument("threads must be >= 0, got {}", threads);
   XI_RETURN_IF_ERROR(ValidateDtype(dtype));
+  XI_RETURN_IF_ERROR(ValidateKvCacheDtype(kv_cache_dtype));
   if (!quantization.empty() && quantization != "awq" && quantization != "gguf")
     return InvalidArgument("quantization '{}' is not supported (supported: awq, gguf)",
                            quantization);
@@ -50,11 +69,12 @@ std::string EngineConfig::ToString() const {
       "gpu_memory_utilization={} cpu_memory_budget={} max_model_len={} max_num_seqs={} "
       "max_num_batched_tokens={} enable_chunked_prefill={} enable_prefix_caching={} "
       "scheduling_policy={} threads={} mmap_weights={} int8_activations={} dtype={} "
-      "quantization={}",
+      "kv_cache_dtype={} ({}) quantization={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
       int8_activations.has_value() ? (*int8_activations ? "true" : "false") : "auto", dtype,
+      kv_cache_dtype, KvCacheDType() == DType::kBF16 ? "bfloat16" : "float32",
       quantization.empty() ? "auto" : quantization);
 }
 

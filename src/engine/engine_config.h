@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "tensor/dtype.h"
 
 namespace xinfer {
 
@@ -50,7 +51,15 @@ struct EngineConfig {
   // vLLM's --quantization: empty (taken from the model), "awq" or "gguf"; it must match the model.
   std::string quantization;
 
+  // vLLM's --kv-cache-dtype: "auto" (the activations' dtype, as vLLM's auto is the model's compute
+  // dtype: float32, or bfloat16 under --dtype bfloat16), "float32"/"float", or "bfloat16" (half
+  // the bytes per token, so twice the tokens in the same memory and half the bytes decode
+  // attention reads; K/V rounded to BF16 when written). vLLM's fp8 variants are refused.
+  std::string kv_cache_dtype = "auto";
+
   bool bf16_activations() const { return dtype == "bfloat16"; }
+  // The cache's element type kv_cache_dtype resolves to (F32 or BF16); valid after Validate().
+  DType KvCacheDType() const;
 
   Status Validate() const;  // dtype through ValidateDtype
   std::string ToString() const;
@@ -58,5 +67,7 @@ struct EngineConfig {
 
 // The --dtype values EngineConfig accepts (shared with `xinfer doctor --dtype`).
 Status ValidateDtype(const std::string& dtype);
+// The --kv-cache-dtype values EngineConfig accepts (shared with `xinfer plan`).
+Status ValidateKvCacheDtype(const std::string& kv_cache_dtype);
 
 }  // namespace xinfer

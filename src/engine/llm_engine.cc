@@ -47,7 +47,8 @@ int64_t PhysicalMemoryBytes() {
 }
 
 StatusOr<int32_t> ComputeNumBlocks(const EngineConfig& c, const CausalLM& model) {
-  const int64_t block_bytes = static_cast<int64_t>(model.kv_bytes_per_token()) * c.block_size;
+  const int64_t block_bytes =
+      static_cast<int64_t>(model.kv_bytes_per_token(c.KvCacheDType())) * c.block_size;
   const int64_t budget = c.cpu_memory_budget > 0 ? c.cpu_memory_budget : PhysicalMemoryBytes();
   int64_t blocks = 0;
   if (c.num_gpu_blocks_override > 0) {
@@ -114,8 +115,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   sc.enable_prefix_caching = c.enable_prefix_caching;
   XI_ASSIGN_OR_RETURN(sc.policy, ParseSchedulingPolicy(c.scheduling_policy));
   XI_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(sc));
-  engine->runner_ =
-      std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks, c.block_size);
+  engine->runner_ = std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks,
+                                                  c.block_size, c.KvCacheDType());
 
   std::set<int32_t> eos(mc.eos_token_ids.begin(), mc.eos_token_ids.end());
   eos.insert(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
@@ -128,13 +129,14 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   engine->seed_source_.seed(std::random_device{}());
 
   const double kv_gib = static_cast<double>(num_blocks) * c.block_size *
-                        engine->model_->kv_bytes_per_token() / (1 << 30);
+                        engine->model_->kv_bytes_per_token(c.KvCacheDType()) / (1 << 30);
   XI_LOG_INFO("engine config: {}", c.ToString());
   XI_LOG_INFO("model {} ({}): {} parameters, {:.1f} MiB of weights", c.model, mc.architecture,
               engine->model_->num_parameters(), engine->model_->weight_bytes() / 1048576.0);
   XI_LOG_INFO("backend {}", engine->backend_->description());
-  XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB)", num_blocks, c.block_size,
-              static_cast<int64_t>(num_blocks) * c.block_size, kv_gib);
+  XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB, {})", num_blocks,
+              c.block_size, static_cast<int64_t>(num_blocks) * c.block_size, kv_gib,
+              DTypeName(c.KvCacheDType()));
   XI_LOG_INFO("Maximum concurrency for {} tokens per request: {:.2f}x", c.max_model_len,
               static_cast<double>(num_blocks) * c.block_size / c.max_model_len);
   return engine;

@@ -20,12 +20,14 @@
 namespace xinfer {
 
 // K/V storage of the whole engine: per layer a [num_blocks * block_size, num_kv_heads, head_dim]
-// F32 tensor; a "slot" is one row (one token of one sequence).
+// tensor of `dtype` (F32, or BF16: `--kv-cache-dtype`, half the bytes, K/V rounded to nearest
+// even when written); a "slot" is one row (one token of one sequence).
 struct PagedKvCache {
   std::vector<Tensor> k;
   std::vector<Tensor> v;
   int32_t num_blocks = 0;
   int32_t block_size = 0;
+  DType dtype = DType::kF32;
   int64_t num_slots() const { return static_cast<int64_t>(num_blocks) * block_size; }
 };
 
@@ -38,7 +40,7 @@ struct ForwardBatch {
   std::vector<int32_t> query_start;   // [S + 1]
   std::vector<int32_t> block_tables;  // [S * max_blocks_per_seq]; pad unused entries with 0
   int32_t max_blocks_per_seq = 0;
-  std::vector<int32_t> logits_rows;   // rows whose logits are wanted, in output order
+  std::vector<int32_t> logits_rows;  // rows whose logits are wanted, in output order
 };
 
 class CausalLM {
@@ -48,10 +50,11 @@ class CausalLM {
   // Total bytes of weights as stored, and their parameter count.
   virtual size_t weight_bytes() const = 0;
   virtual int64_t num_parameters() const = 0;
-  // Bytes of K/V one token occupies in a PagedKvCache (all layers, K and V).
-  virtual size_t kv_bytes_per_token() const = 0;
+  // Bytes of K/V one token occupies in a PagedKvCache of `kv_dtype` (all layers, K and V).
+  virtual size_t kv_bytes_per_token(DType kv_dtype) const = 0;
 
-  virtual PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size) = 0;
+  // kv_dtype: F32 or BF16 (IsSupportedKvCacheDType; the caller validates).
+  virtual PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size, DType kv_dtype) = 0;
   // Runs the batch, writing K/V into `cache` and the logits of `batch.logits_rows` into `logits`
   // ([logits_rows.size(), vocab_size] F32). Token ids outside the vocabulary and inconsistent
   // batches are reported as Status before anything is written.
@@ -63,6 +66,11 @@ class CausalLM {
 // missing or mis-shaped tensors are reported as Status naming the culprit.
 StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend);
 
+// The element types a PagedKvCache may hold.
+inline bool IsSupportedKvCacheDType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16;
+}
+
 // Names of the architectures LoadCausalLM accepts.
 std::vector<std::string> SupportedArchitectures();
 
@@ -70,7 +78,7 @@ std::vector<std::string> SupportedArchitectures();
 // (CLI `generate`, golden tests). Not thread-safe.
 class SingleSequence {
  public:
-  SingleSequence(CausalLM& model, Backend& backend, int64_t capacity);
+  SingleSequence(CausalLM& model, Backend& backend, int64_t capacity, DType kv_dtype = DType::kF32);
   // Appends `tokens` and writes the last token's logits (vocab_size floats).
   Status Append(std::span<const int32_t> tokens, std::span<float> logits);
   int64_t length() const { return length_; }

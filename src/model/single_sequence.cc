@@ -5,10 +5,10 @@
 
 namespace xinfer {
 
-SingleSequence::SingleSequence(CausalLM& model, Backend& backend, int64_t capacity)
+SingleSequence::SingleSequence(CausalLM& model, Backend& backend, int64_t capacity, DType kv_dtype)
     : model_(model), capacity_(capacity) {
   const int32_t blocks = static_cast<int32_t>((capacity + kBlockSize - 1) / kBlockSize);
-  cache_ = model.NewKvCache(std::max(blocks, 1), kBlockSize);
+  cache_ = model.NewKvCache(std::max(blocks, 1), kBlockSize, kv_dtype);
   logits_ = backend.NewTensor(DType::kF32, {1, model.config().vocab_size});
 }
 

@@ -6,9 +6,11 @@
 
 namespace xinfer {
 
-ModelRunner::ModelRunner(CausalLM& model, Backend& backend, int32_t num_blocks,
-                         int32_t block_size)
-    : model_(model), backend_(backend), cache_(model.NewKvCache(num_blocks, block_size)) {}
+ModelRunner::ModelRunner(CausalLM& model, Backend& backend, int32_t num_blocks, int32_t block_size,
+                         DType kv_dtype)
+    : model_(model),
+      backend_(backend),
+      cache_(model.NewKvCache(num_blocks, block_size, kv_dtype)) {}
 
 Status ModelRunner::Execute(const SchedulerOutput& output) {
   ForwardBatch& b = batch_;

@@ -15,7 +15,9 @@ namespace xinfer {
 
 class ModelRunner {
  public:
-  ModelRunner(CausalLM& model, Backend& backend, int32_t num_blocks, int32_t block_size);
+  // kv_dtype: the cache's element type (IsSupportedKvCacheDType; EngineConfig validates it).
+  ModelRunner(CausalLM& model, Backend& backend, int32_t num_blocks, int32_t block_size,
+              DType kv_dtype);
 
   // Runs one step. On success `logits()` holds one row per scheduled sequence whose
   // needs_sampling is set, in the order of output.scheduled; sampling_index()[i] is the row of

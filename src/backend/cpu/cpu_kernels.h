@@ -166,22 +166,30 @@ inline void PrefetchLines(const void* p, int64_t bytes, bool non_temporal) {
 // L1 for the scores, V into L2 for the weighted sum that follows (kernel_bench
 // BM_PagedAttention cold:1, one row of 512 keys: 28-37 -> 24-27 us; 16 rows of 256: -25 %).
 constexpr int64_t kKvPrefetchKeys = 16;
-inline void PrefetchKvRow(const float* k_row, const float* v_row, int64_t d) {
-  for (int64_t c = 0; c < d; c += 16) {
-    __builtin_prefetch(k_row + c, 0, 3);
-    __builtin_prefetch(v_row + c, 0, 2);
+// T: the cache's element, float or uint16_t (BF16 bits: `--kv-cache-dtype bfloat16`, half the
+// bytes per row).
+template <class T>
+inline void PrefetchKvRow(const T* k_row, const T* v_row, int64_t d) {
+  const char* k = reinterpret_cast<const char*>(k_row);
+  const char* v = reinterpret_cast<const char*>(v_row);
+  const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
+  for (int64_t o = 0; o < bytes; o += 64) {
+    __builtin_prefetch(k + o, 0, 3);
+    __builtin_prefetch(v + o, 0, 2);
   }
 }
 // Before the score loop over keys [0, n) (row_off as the attention kernels take it): the first
 // kKvPrefetchKeys keys' rows.
-inline void PrefetchFirstKvRows(const float* k_base, const float* v_base, const int64_t* row_off,
-                                int64_t n, int64_t d) {
+template <class T>
+inline void PrefetchFirstKvRows(const T* k_base, const T* v_base, const int64_t* row_off, int64_t n,
+                                int64_t d) {
   for (int64_t p = 0; p < kKvPrefetchKeys && p < n; ++p)
     PrefetchKvRow(k_base + row_off[p], v_base + row_off[p], d);
 }
 // At key p: the rows of key p + kKvPrefetchKeys (the last key's again near the end).
-inline void PrefetchKvRowsAhead(const float* k_base, const float* v_base, const int64_t* row_off,
-                                int64_t p, int64_t n, int64_t d) {
+template <class T>
+inline void PrefetchKvRowsAhead(const T* k_base, const T* v_base, const int64_t* row_off, int64_t p,
+                                int64_t n, int64_t d) {
   const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
   PrefetchKvRow(k_base + row_off[ahead], v_base + row_off[ahead], d);
 }
@@ -315,6 +323,12 @@ void Exp(const float* x, int64_t n, float* out);
 // position order, head_dim d a multiple of 16. scores: scratch of at least n_keys floats.
 void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
                   int64_t n_keys, int64_t d, float scale, float* scores, float* out);
+// The same over a BF16 cache (`--kv-cache-dtype bfloat16`: K/V rows of BF16 bits): each element
+// widened exactly to F32 on load, so the result is bitwise the F32 kernel's on an F32 cache that
+// holds the same (rounded) values.
+void AttentionRow(const float* q, const uint16_t* k_base, const uint16_t* v_base,
+                  const int64_t* row_off, int64_t n_keys, int64_t d, float scale, float* scores,
+                  float* out);
 // Up to 4 query heads (rows q + h * q_stride, outputs out + h * out_stride) that share one KV
 // head, each K/V row loaded once for all (cpu_kernels_attention_avx512.cc); d = 32 or 64
 // (AttentionGroupSupports). scratch: at least 4 * (n_keys + 3) floats. A head's result does not
@@ -322,6 +336,10 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
 bool AttentionGroupSupports(int64_t d);
 void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride);
+// Over a BF16 cache, bitwise the F32 kernel on the same (rounded) values, as AttentionRow's.
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const uint16_t* k_base,
+                    const uint16_t* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);
 // Dense Linear on 64-row panel groups (cpu_kernels_dense_panels_avx512.cc; DensePanelsLayout:
 // kDwordTiles64 for F32, kWordPairTiles64 for BF16, kWordTiles64 for F16), F32 activations: the
@@ -380,6 +398,10 @@ bool AttentionGroupSupports(int64_t d);
 void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);
+// Over a BF16 cache, bitwise the F32 kernel on the same (rounded) values, as AttentionRow's.
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const uint16_t* k_base,
+                    const uint16_t* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride);
 }  // namespace avx2
 
 // Dense weights the broadcast-x panel kernels (avx2:: and avx512::LinearPanels) take on this CPU,
@@ -426,6 +448,12 @@ void Exp(const float* x, int64_t n, float* out);  // +inf above 88.72
 bool AttentionSupports(int64_t d);
 void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
                   int64_t n_keys, int64_t d, float scale, float* scores, float* out);
+// The same over a BF16 cache (`--kv-cache-dtype bfloat16`: K/V rows of BF16 bits): each element
+// widened exactly to F32 on load, so the result is bitwise the F32 kernel's on an F32 cache that
+// holds the same (rounded) values.
+void AttentionRow(const float* q, const uint16_t* k_base, const uint16_t* v_base,
+                  const int64_t* row_off, int64_t n_keys, int64_t d, float scale, float* scores,
+                  float* out);
 float ReadSum(const float* p, int64_t n);  // bandwidth probe, as avx512::ReadSum
 float FmaLoop(int64_t iters);              // 12 chains of F32Lanes() FMAs per iteration
 }  // namespace simd

@@ -32,6 +32,13 @@
 namespace xinfer::cpu::avx2 {
 namespace {
 
+// 8 cache elements widened to F32: F32 as is, BF16 bits shifted into the high half (exact).
+inline __m256 LoadKv(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 LoadKv(const uint16_t* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+
 // Lane h of the result: the sum of a_h's 8 lanes in the tree above, whatever the other inputs.
 inline __m128 ReduceAdd4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   const __m256 t0 = _mm256_hadd_ps(a0, a1);  // a0: l0+l1, l2+l3; a1: ..; high lanes alike
@@ -41,16 +48,16 @@ inline __m128 ReduceAdd4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 }
 
 // The scaled scores of key `kr` for kHeads heads (q[h], d = 8 * d8), lane h; lanes >= kHeads 0.
-template <int kHeads, int kD8>
-inline void ScorePair(const float* const* q, const float* k0, const float* k1, int64_t d8,
-                      __m128 scale, __m128& s0, __m128& s1) {
+template <int kHeads, int kD8, class T>
+inline void ScorePair(const float* const* q, const T* k0, const T* k1, int64_t d8, __m128 scale,
+                      __m128& s0, __m128& s1) {
   const int64_t chunks = kD8 > 0 ? kD8 : d8;
   __m256 a0[4], a1[4];
 #pragma GCC unroll 4
   for (int h = 0; h < 4; ++h) a0[h] = a1[h] = _mm256_setzero_ps();
 #pragma GCC unroll 16
   for (int64_t c = 0; c < chunks; ++c) {
-    const __m256 kv0 = _mm256_loadu_ps(k0 + 8 * c), kv1 = _mm256_loadu_ps(k1 + 8 * c);
+    const __m256 kv0 = LoadKv(k0 + 8 * c), kv1 = LoadKv(k1 + 8 * c);
 #pragma GCC unroll 4
     for (int h = 0; h < kHeads; ++h) {
       const __m256 qv = _mm256_loadu_ps(q[h] + 8 * c);
@@ -63,8 +70,8 @@ inline void ScorePair(const float* const* q, const float* k0, const float* k1, i
 }
 
 // out_h[c .. c + 8 kVecs) = sum over keys of e[4p + h] * v_p[c ..], for kHeads heads at once.
-template <int kHeads, int kVecs>
-inline void WeightedSumBlock(const float* v_base, const int64_t* off, const float* e, int64_t n,
+template <int kHeads, int kVecs, class T>
+inline void WeightedSumBlock(const T* v_base, const int64_t* off, const float* e, int64_t n,
                              int64_t c, const float* inv, float* const* out) {
   __m256 o[4][kVecs];
 #pragma GCC unroll 4
@@ -72,10 +79,10 @@ inline void WeightedSumBlock(const float* v_base, const int64_t* off, const floa
 #pragma GCC unroll 2
     for (int j = 0; j < kVecs; ++j) o[h][j] = _mm256_setzero_ps();
   for (int64_t p = 0; p < n; ++p) {
-    const float* vr = v_base + off[p] + c;
+    const T* vr = v_base + off[p] + c;
     __m256 vv[kVecs];
 #pragma GCC unroll 2
-    for (int j = 0; j < kVecs; ++j) vv[j] = _mm256_loadu_ps(vr + 8 * j);
+    for (int j = 0; j < kVecs; ++j) vv[j] = LoadKv(vr + 8 * j);
 #pragma GCC unroll 4
     for (int h = 0; h < kHeads; ++h) {
       const __m256 w = _mm256_broadcast_ss(e + 4 * p + h);
@@ -92,10 +99,9 @@ inline void WeightedSumBlock(const float* v_base, const int64_t* off, const floa
   }
 }
 
-template <int kHeads, int kD8>
-void Group(const float* q, int64_t q_stride, const float* k_base, const float* v_base,
-           const int64_t* off, int64_t n, int64_t d, float scale, float* e, float* out,
-           int64_t out_stride) {
+template <int kHeads, int kD8, class T>
+void Group(const float* q, int64_t q_stride, const T* k_base, const T* v_base, const int64_t* off,
+           int64_t n, int64_t d, float scale, float* e, float* out, int64_t out_stride) {
   const float* qh[4];
   float* oh[4];
   for (int h = 0; h < 4; ++h) {
@@ -143,10 +149,10 @@ void Group(const float* q, int64_t q_stride, const float* k_base, const float* v
   if (c < d) WeightedSumBlock<kHeads, 1>(v_base, off, e, n, c, inv, oh);
 }
 
-template <int kD8>
-void GroupOfHeads(int heads, const float* q, int64_t q_stride, const float* k_base,
-                  const float* v_base, const int64_t* off, int64_t n, int64_t d, float scale,
-                  float* e, float* out, int64_t out_stride) {
+template <int kD8, class T>
+void GroupOfHeads(int heads, const float* q, int64_t q_stride, const T* k_base, const T* v_base,
+                  const int64_t* off, int64_t n, int64_t d, float scale, float* e, float* out,
+                  int64_t out_stride) {
   switch (heads) {
     case 1:
       return Group<1, kD8>(q, q_stride, k_base, v_base, off, n, d, scale, e, out, out_stride);
@@ -159,14 +165,11 @@ void GroupOfHeads(int heads, const float* q, int64_t q_stride, const float* k_ba
   }
 }
 
-}  // namespace
-
-bool AttentionGroupSupports(int64_t d) { return d > 0 && d % 8 == 0; }
-
-void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
-                    const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
-                    float scale, float* scratch, float* out, int64_t out_stride) {
-  XI_CHECK(heads >= 1 && heads <= 4 && n_keys >= 1 && AttentionGroupSupports(d));
+template <class T>
+void AttentionGroupImpl(const float* q, int64_t q_stride, int heads, const T* k_base,
+                        const T* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                        float scale, float* scratch, float* out, int64_t out_stride) {
+  XI_CHECK(heads >= 1 && heads <= 4 && n_keys >= 1 && d > 0 && d % 8 == 0);
   switch (d) {
     case 32:
       return GroupOfHeads<4>(heads, q, q_stride, k_base, v_base, row_off, n_keys, d, scale, scratch,
@@ -181,6 +184,23 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
       return GroupOfHeads<0>(heads, q, q_stride, k_base, v_base, row_off, n_keys, d, scale, scratch,
                              out, out_stride);
   }
+}
+
+}  // namespace
+
+bool AttentionGroupSupports(int64_t d) { return d > 0 && d % 8 == 0; }
+
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
+                    const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride) {
+  AttentionGroupImpl(q, q_stride, heads, k_base, v_base, row_off, n_keys, d, scale, scratch, out,
+                     out_stride);
+}
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const uint16_t* k_base,
+                    const uint16_t* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride) {
+  AttentionGroupImpl(q, q_stride, heads, k_base, v_base, row_off, n_keys, d, scale, scratch, out,
+                     out_stride);
 }
 
 }  // namespace xinfer::cpu::avx2

@@ -26,48 +26,56 @@
 namespace xinfer::cpu::avx512 {
 namespace {
 
+// 16 cache elements widened to F32: F32 as is, BF16 bits shifted into the high half (exact).
+inline __m512 LoadKv(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 LoadKv(const uint16_t* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+
 // Softmax-weighted sum of V rows with the output kept in D16 registers (D16 = d / 16).
-template <int D16>
-void WeightedSumFixed(const float* v_base, const int64_t* off, const float* e, int64_t n,
+template <int D16, class T>
+void WeightedSumFixed(const T* v_base, const int64_t* off, const float* e, int64_t n,
                       float inv_denom, float* out) {
   __m512 o[D16];
 #pragma GCC unroll 16
   for (int c = 0; c < D16; ++c) o[c] = _mm512_setzero_ps();
   for (int64_t p = 0; p < n; ++p) {
     const __m512 wp = _mm512_set1_ps(e[p]);
-    const float* vr = v_base + off[p];
+    const T* vr = v_base + off[p];
 #pragma GCC unroll 16
-    for (int c = 0; c < D16; ++c) o[c] = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vr + 16 * c), o[c]);
+    for (int c = 0; c < D16; ++c) o[c] = _mm512_fmadd_ps(wp, LoadKv(vr + 16 * c), o[c]);
   }
   const __m512 s = _mm512_set1_ps(inv_denom);
 #pragma GCC unroll 16
   for (int c = 0; c < D16; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_mul_ps(o[c], s));
 }
 
-void WeightedSumAny(const float* v_base, const int64_t* off, const float* e, int64_t n, int64_t d,
+template <class T>
+void WeightedSumAny(const T* v_base, const int64_t* off, const float* e, int64_t n, int64_t d,
                     float inv_denom, float* out) {
   for (int64_t c = 0; c < d; c += 16) {
     __m512 o = _mm512_setzero_ps();
     for (int64_t p = 0; p < n; ++p)
-      o = _mm512_fmadd_ps(_mm512_set1_ps(e[p]), _mm512_loadu_ps(v_base + off[p] + c), o);
+      o = _mm512_fmadd_ps(_mm512_set1_ps(e[p]), LoadKv(v_base + off[p] + c), o);
     _mm512_storeu_ps(out + c, _mm512_mul_ps(o, _mm512_set1_ps(inv_denom)));
   }
 }
 
 // q . k for D16 x 16 elements, one 16-lane accumulator in element order.
-template <int D16>
-inline __m512 DotFixed(const __m512 (&qv)[D16], const float* kr) {
-  __m512 acc = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kr));
+template <int D16, class T>
+inline __m512 DotFixed(const __m512 (&qv)[D16], const T* kr) {
+  __m512 acc = _mm512_mul_ps(qv[0], LoadKv(kr));
 #pragma GCC unroll 16
-  for (int c = 1; c < D16; ++c) acc = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kr + 16 * c), acc);
+  for (int c = 1; c < D16; ++c) acc = _mm512_fmadd_ps(qv[c], LoadKv(kr + 16 * c), acc);
   return acc;
 }
 
 // Scores of 4 keys at a time: ReduceAdd4 sums each key's accumulator in the same tree as a
 // separate reduction would, so a score does not depend on its neighbours (or on n).
-template <int D16>
-float ScoresFixed(const float* q, const float* k_base, const float* v_base, const int64_t* off,
-                  int64_t n, float scale, float* scores) {
+template <int D16, class T>
+float ScoresFixed(const float* q, const T* k_base, const T* v_base, const int64_t* off, int64_t n,
+                  float scale, float* scores) {
   __m512 qv[D16];
 #pragma GCC unroll 16
   for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
@@ -101,16 +109,17 @@ float ScoresFixed(const float* q, const float* k_base, const float* v_base, cons
   return _mm_cvtss_f32(mx);
 }
 
-float ScoresAny(const float* q, const float* k_base, const float* v_base, const int64_t* off,
-                int64_t n, int64_t d, float scale, float* scores) {
+template <class T>
+float ScoresAny(const float* q, const T* k_base, const T* v_base, const int64_t* off, int64_t n,
+                int64_t d, float scale, float* scores) {
   float mx = -INFINITY;
   PrefetchFirstKvRows(k_base, v_base, off, n, d);
   for (int64_t p = 0; p < n; ++p) {
     PrefetchKvRowsAhead(k_base, v_base, off, p, n, d);
-    const float* kr = k_base + off[p];
-    __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(kr));
+    const T* kr = k_base + off[p];
+    __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), LoadKv(kr));
     for (int64_t c = 16; c < d; c += 16)
-      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), _mm512_loadu_ps(kr + c), acc);
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), LoadKv(kr + c), acc);
     const float s = _mm512_reduce_add_ps(acc) * scale;
     scores[p] = s;
     mx = s > mx ? s : mx;
@@ -120,9 +129,9 @@ float ScoresAny(const float* q, const float* k_base, const float* v_base, const 
 
 // Up to 4 query heads sharing one KV head (GQA), d = 16 * D16: each K and V row is loaded once
 // for all of them. e: scratch of 4 * (n rounded up to 4) floats, key p's 4 heads at 4p.
-template <int D16>
-void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const float* k_base,
-                         const float* v_base, const int64_t* off, int64_t n, float scale, float* e,
+template <int D16, class T>
+void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k_base,
+                         const T* v_base, const int64_t* off, int64_t n, float scale, float* e,
                          float* out, int64_t out_stride) {
   const __m512 zero = _mm512_setzero_ps();
   __m512 qv[4][D16];
@@ -137,10 +146,10 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const floa
   PrefetchFirstKvRows(k_base, v_base, off, n, 16 * D16);
   for (int64_t p = 0; p < n; ++p) {
     PrefetchKvRowsAhead(k_base, v_base, off, p, n, 16 * D16);
-    const float* kr = k_base + off[p];
+    const T* kr = k_base + off[p];
     __m512 kv[D16];
 #pragma GCC unroll 8
-    for (int c = 0; c < D16; ++c) kv[c] = _mm512_loadu_ps(kr + 16 * c);
+    for (int c = 0; c < D16; ++c) kv[c] = LoadKv(kr + 16 * c);
     __m512 acc[4];
 #pragma GCC unroll 4
     for (int h = 0; h < 4; ++h) {
@@ -175,10 +184,10 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const floa
 #pragma GCC unroll 8
     for (int c = 0; c < D16; ++c) o[h][c] = zero;
   for (int64_t p = 0; p < n; ++p) {
-    const float* vr = v_base + off[p];
+    const T* vr = v_base + off[p];
     __m512 vv[D16];
 #pragma GCC unroll 8
-    for (int c = 0; c < D16; ++c) vv[c] = _mm512_loadu_ps(vr + 16 * c);
+    for (int c = 0; c < D16; ++c) vv[c] = LoadKv(vr + 16 * c);
 #pragma GCC unroll 4
     for (int h = 0; h < 4; ++h) {
       const __m512 wp = _mm512_set1_ps(e[4 * p + h]);
@@ -196,10 +205,9 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const floa
   }
 }
 
-}  // namespace
-
-void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
-                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+template <class T>
+void AttentionRowImpl(const float* q, const T* k_base, const T* v_base, const int64_t* row_off,
+                      int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
   float mx;
   switch (d) {
     case 32:
@@ -237,16 +245,42 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
   }
 }
 
-bool AttentionGroupSupports(int64_t d) { return d == 32 || d == 64; }
-
-void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
-                    const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
-                    float scale, float* scratch, float* out, int64_t out_stride) {
+template <class T>
+void AttentionGroupImpl(const float* q, int64_t q_stride, int heads, const T* k_base,
+                        const T* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                        float scale, float* scratch, float* out, int64_t out_stride) {
   if (d == 32)
     return AttentionGroupFixed<2>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale,
                                   scratch, out, out_stride);
   AttentionGroupFixed<4>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale, scratch, out,
                          out_stride);
+}
+
+}  // namespace
+
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+  AttentionRowImpl(q, k_base, v_base, row_off, n_keys, d, scale, scores, out);
+}
+void AttentionRow(const float* q, const uint16_t* k_base, const uint16_t* v_base,
+                  const int64_t* row_off, int64_t n_keys, int64_t d, float scale, float* scores,
+                  float* out) {
+  AttentionRowImpl(q, k_base, v_base, row_off, n_keys, d, scale, scores, out);
+}
+
+bool AttentionGroupSupports(int64_t d) { return d == 32 || d == 64; }
+
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
+                    const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride) {
+  AttentionGroupImpl(q, q_stride, heads, k_base, v_base, row_off, n_keys, d, scale, scratch, out,
+                     out_stride);
+}
+void AttentionGroup(const float* q, int64_t q_stride, int heads, const uint16_t* k_base,
+                    const uint16_t* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                    float scale, float* scratch, float* out, int64_t out_stride) {
+  AttentionGroupImpl(q, q_stride, heads, k_base, v_base, row_off, n_keys, d, scale, scratch, out,
+                     out_stride);
 }
 
 }  // namespace xinfer::cpu::avx512

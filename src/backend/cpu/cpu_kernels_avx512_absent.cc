@@ -68,6 +68,14 @@ void AttentionGroup(const float*, int64_t, int, const float*, const float*, cons
                     int64_t, float, float*, float*, int64_t) {
   NotOnThisCpu();
 }
+void AttentionRow(const float*, const uint16_t*, const uint16_t*, const int64_t*, int64_t, int64_t,
+                  float, float*, float*) {
+  NotOnThisCpu();
+}
+void AttentionGroup(const float*, int64_t, int, const uint16_t*, const uint16_t*, const int64_t*,
+                    int64_t, int64_t, float, float*, float*, int64_t) {
+  NotOnThisCpu();
+}
 float ReadSum(const float*, int64_t) { NotOnThisCpu(); }
 float FmaLoop(int64_t) { NotOnThisCpu(); }
 float Bf16DotLoop(int64_t) { NotOnThisCpu(); }
@@ -93,6 +101,10 @@ void LinearPanels(const LinearTask&, int64_t, int64_t, int64_t, int64_t) {
 bool AttentionGroupSupports(int64_t) { return false; }
 void AttentionGroup(const float*, int64_t, int, const float*, const float*, const int64_t*, int64_t,
                     int64_t, float, float*, float*, int64_t) {
+  XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
+}
+void AttentionGroup(const float*, int64_t, int, const uint16_t*, const uint16_t*, const int64_t*,
+                    int64_t, int64_t, float, float*, float*, int64_t) {
   XI_CHECK_MSG(false, "an AVX2 kernel was called on a CPU without AVX2");
 }
 bool Int8PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }

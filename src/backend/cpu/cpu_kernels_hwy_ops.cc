@@ -58,6 +58,13 @@ constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 // result overflows above 88.72), which SiLU needs for very negative gates.
 HWY_INLINE VF ExpClamped(DF df, VF x) { return hn::Exp(df, hn::Min(x, hn::Set(df, 100.f))); }
 
+// A vector of cache elements widened to F32: F32 as is, BF16 exactly (`--kv-cache-dtype`).
+HWY_INLINE VF LoadKv(DF df, const float* p) { return hn::LoadU(df, p); }
+HWY_INLINE VF LoadKv(DF df, const hwy::bfloat16_t* p) {
+  const hn::Rebind<hwy::bfloat16_t, DF> dbf;
+  return hn::PromoteTo(df, hn::LoadU(dbf, p));
+}
+
 }  // namespace
 
 void SiluMul(const float* g, const float* u, int64_t n, float* out) {
@@ -90,25 +97,25 @@ int64_t Target() { return HWY_TARGET; }
 // q . k for `keys` keys (1, 4 or 8) whose rows start at k[0..keys): one accumulator per key
 // over d in element order, then SumOfLanes, so a key's score is the same whichever group it is
 // computed in. Eight keys give the FMA latency eight independent chains.
-template <int kKeys>
-HWY_INLINE void ScoreKeys(const float* q, const float* const* k, int64_t d, float scale,
+template <int kKeys, class T>
+HWY_INLINE void ScoreKeys(const float* q, const T* const* k, int64_t d, float scale,
                           float* scores) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   VF s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
   for (int64_t c = 0; c < d; c += lanes) {
     const VF qv = hn::LoadU(df, q + c);
-    s0 = hn::MulAdd(qv, hn::LoadU(df, k[0] + c), s0);
+    s0 = hn::MulAdd(qv, LoadKv(df, k[0] + c), s0);
     if constexpr (kKeys >= 4) {
-      s1 = hn::MulAdd(qv, hn::LoadU(df, k[1] + c), s1);
-      s2 = hn::MulAdd(qv, hn::LoadU(df, k[2] + c), s2);
-      s3 = hn::MulAdd(qv, hn::LoadU(df, k[3] + c), s3);
+      s1 = hn::MulAdd(qv, LoadKv(df, k[1] + c), s1);
+      s2 = hn::MulAdd(qv, LoadKv(df, k[2] + c), s2);
+      s3 = hn::MulAdd(qv, LoadKv(df, k[3] + c), s3);
     }
     if constexpr (kKeys == 8) {
-      s4 = hn::MulAdd(qv, hn::LoadU(df, k[4] + c), s4);
-      s5 = hn::MulAdd(qv, hn::LoadU(df, k[5] + c), s5);
-      s6 = hn::MulAdd(qv, hn::LoadU(df, k[6] + c), s6);
-      s7 = hn::MulAdd(qv, hn::LoadU(df, k[7] + c), s7);
+      s4 = hn::MulAdd(qv, LoadKv(df, k[4] + c), s4);
+      s5 = hn::MulAdd(qv, LoadKv(df, k[5] + c), s5);
+      s6 = hn::MulAdd(qv, LoadKv(df, k[6] + c), s6);
+      s7 = hn::MulAdd(qv, LoadKv(df, k[7] + c), s7);
     }
   }
   scores[0] = hn::GetLane(hn::SumOfLanes(df, s0)) * scale;
@@ -128,26 +135,26 @@ HWY_INLINE void ScoreKeys(const float* q, const float* const* k, int64_t d, floa
 // out[c .. c + kVecs lanes) = sum over keys j of w[j] * v_j[c ..], one fma per key in key order
 // from 0, the kVecs accumulators in registers (in memory, each key's FMA waited for the previous
 // key's store: ~40 % of a prefill's attention on Zen 3). kVecs is 8, 4, 2 or 1.
-template <int kVecs>
-HWY_INLINE void WeightedSumBlock(const float* v_base, const int64_t* row_off, const float* w,
+template <int kVecs, class T>
+HWY_INLINE void WeightedSumBlock(const T* v_base, const int64_t* row_off, const float* w,
                                  int64_t n_keys, int64_t c, float* out) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   VF o0 = hn::Zero(df), o1 = o0, o2 = o0, o3 = o0, o4 = o0, o5 = o0, o6 = o0, o7 = o0;
   for (int64_t j = 0; j < n_keys; ++j) {
     const VF wj = hn::Set(df, w[j]);
-    const float* vr = v_base + row_off[j] + c;
-    o0 = hn::MulAdd(wj, hn::LoadU(df, vr), o0);
-    if constexpr (kVecs >= 2) o1 = hn::MulAdd(wj, hn::LoadU(df, vr + lanes), o1);
+    const T* vr = v_base + row_off[j] + c;
+    o0 = hn::MulAdd(wj, LoadKv(df, vr), o0);
+    if constexpr (kVecs >= 2) o1 = hn::MulAdd(wj, LoadKv(df, vr + lanes), o1);
     if constexpr (kVecs >= 4) {
-      o2 = hn::MulAdd(wj, hn::LoadU(df, vr + 2 * lanes), o2);
-      o3 = hn::MulAdd(wj, hn::LoadU(df, vr + 3 * lanes), o3);
+      o2 = hn::MulAdd(wj, LoadKv(df, vr + 2 * lanes), o2);
+      o3 = hn::MulAdd(wj, LoadKv(df, vr + 3 * lanes), o3);
     }
     if constexpr (kVecs == 8) {
-      o4 = hn::MulAdd(wj, hn::LoadU(df, vr + 4 * lanes), o4);
-      o5 = hn::MulAdd(wj, hn::LoadU(df, vr + 5 * lanes), o5);
-      o6 = hn::MulAdd(wj, hn::LoadU(df, vr + 6 * lanes), o6);
-      o7 = hn::MulAdd(wj, hn::LoadU(df, vr + 7 * lanes), o7);
+      o4 = hn::MulAdd(wj, LoadKv(df, vr + 4 * lanes), o4);
+      o5 = hn::MulAdd(wj, LoadKv(df, vr + 5 * lanes), o5);
+      o6 = hn::MulAdd(wj, LoadKv(df, vr + 6 * lanes), o6);
+      o7 = hn::MulAdd(wj, LoadKv(df, vr + 7 * lanes), o7);
     }
   }
   hn::StoreU(o0, df, out + c);
@@ -164,13 +171,14 @@ HWY_INLINE void WeightedSumBlock(const float* v_base, const int64_t* row_off, co
   }
 }
 
-void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
-                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+template <class T>
+void AttentionRowT(const float* q, const T* k_base, const T* v_base, const int64_t* row_off,
+                   int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   // Scores, eight keys at a time (then four, then one); each key's sequence is the same as alone.
   PrefetchFirstKvRows(k_base, v_base, row_off, n_keys, d);
-  const float* k[8];
+  const T* k[8];
   int64_t p = 0;
   for (; p + 8 <= n_keys; p += 8) {
     for (int j = 0; j < 8; ++j) {
@@ -232,6 +240,16 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
   for (c = 0; c < d; c += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, out + c), inv), df, out + c);
 }
 
+void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
+                  int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
+  AttentionRowT(q, k_base, v_base, row_off, n_keys, d, scale, scores, out);
+}
+void AttentionRowBf16(const float* q, const hwy::bfloat16_t* k_base, const hwy::bfloat16_t* v_base,
+                      const int64_t* row_off, int64_t n_keys, int64_t d, float scale, float* scores,
+                      float* out) {
+  AttentionRowT(q, k_base, v_base, row_off, n_keys, d, scale, scores, out);
+}
+
 float ReadSum(const float* p, int64_t n) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -288,6 +306,7 @@ HWY_EXPORT(RmsNormRow);
 HWY_EXPORT(F32Lanes);
 HWY_EXPORT(Target);
 HWY_EXPORT(AttentionRow);
+HWY_EXPORT(AttentionRowBf16);
 HWY_EXPORT(ReadSum);
 HWY_EXPORT(FmaLoop);
 
@@ -309,6 +328,13 @@ bool AttentionSupports(int64_t d) { return d % F32Lanes() == 0; }
 void AttentionRow(const float* q, const float* k_base, const float* v_base, const int64_t* row_off,
                   int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
   HWY_DYNAMIC_DISPATCH(AttentionRow)(q, k_base, v_base, row_off, n_keys, d, scale, scores, out);
+}
+void AttentionRow(const float* q, const uint16_t* k_base, const uint16_t* v_base,
+                  const int64_t* row_off, int64_t n_keys, int64_t d, float scale, float* scores,
+                  float* out) {
+  HWY_DYNAMIC_DISPATCH(AttentionRowBf16)
+  (q, reinterpret_cast<const hwy::bfloat16_t*>(k_base),
+   reinterpret_cast<const hwy::bfloat16_t*>(v_base), row_off, n_keys, d, scale, scores, out);
 }
 float ReadSum(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(ReadSum)(p, n); }
 float FmaLoop(int64_t iters) { return HWY_DYNAMIC_DISPATCH(FmaLoop)(iters); }

@@ -166,16 +166,29 @@ void CpuOps::CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) {
 
 void CpuOps::WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
                           Tensor& k_cache, Tensor& v_cache) {
-  XI_CHECK(k.dtype() == DType::kF32 && k_cache.dtype() == DType::kF32);
+  XI_CHECK(k.dtype() == DType::kF32 && v.dtype() == DType::kF32);
+  XI_CHECK(k_cache.dtype() == v_cache.dtype() &&
+           (k_cache.dtype() == DType::kF32 || k_cache.dtype() == DType::kBF16));
   const int64_t row = k.numel() / k.dim(0);
   XI_CHECK(k.dim(0) == static_cast<int64_t>(slots.size()) && v.numel() == k.numel());
   XI_CHECK(k_cache.numel() / k_cache.dim(0) == row && v_cache.numel() == k_cache.numel());
+  const bool bf16 = k_cache.dtype() == DType::kBF16;
   for (size_t t = 0; t < slots.size(); ++t) {
     XI_CHECK(slots[t] >= 0 && slots[t] < k_cache.dim(0));
-    std::memcpy(k_cache.data<float>() + slots[t] * row, k.data<float>() + t * row,
-                row * sizeof(float));
-    std::memcpy(v_cache.data<float>() + slots[t] * row, v.data<float>() + t * row,
-                row * sizeof(float));
+    const float* kr = k.data<float>() + t * row;
+    const float* vr = v.data<float>() + t * row;
+    if (bf16) {
+      // Rounded to nearest even, as PyTorch stores a BF16 cache (vLLM's kv-cache-dtype auto).
+      uint16_t* kc = k_cache.data<uint16_t>() + slots[t] * row;
+      uint16_t* vc = v_cache.data<uint16_t>() + slots[t] * row;
+      for (int64_t i = 0; i < row; ++i) {
+        kc[i] = F32ToBf16(kr[i]);
+        vc[i] = F32ToBf16(vr[i]);
+      }
+      continue;
+    }
+    std::memcpy(k_cache.data<float>() + slots[t] * row, kr, row * sizeof(float));
+    std::memcpy(v_cache.data<float>() + slots[t] * row, vr, row * sizeof(float));
   }
 }
 
@@ -194,13 +207,25 @@ void CpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor
   std::vector<int32_t> seq_of(t_rows);
   for (int64_t s = 0; s < num_seqs; ++s)
     for (int32_t t = b.query_start[s]; t < b.query_start[s + 1]; ++t) seq_of[t] = s;
+  XI_CHECK(k_cache.dtype() == v_cache.dtype() &&
+           (k_cache.dtype() == DType::kF32 || k_cache.dtype() == DType::kBF16));
+  const DType kv_dtype = k_cache.dtype();
+  const size_t kv_elem = DTypeSize(kv_dtype);
+  const uint8_t* ks = static_cast<const uint8_t*>(k_cache.raw());
+  const uint8_t* vs = static_cast<const uint8_t*>(v_cache.raw());
   const float* qs = q.data<float>();
-  const float* ks = k_cache.data<float>();
-  const float* vs = v_cache.data<float>();
   float* os = out.data<float>();
   pool().ParallelRanges(t_rows * hq, 1, [&](int64_t i0, int64_t i1, int) {
     std::vector<float> scores;
     std::vector<int64_t> slot_of;
+    std::vector<float> row(d);
+    // K/V row of (slot, kvh) as F32 (a BF16 cache widened exactly).
+    auto kv_row = [&](const uint8_t* base, int64_t slot, int64_t kvh) -> const float* {
+      const uint8_t* src = base + ((slot * hkv + kvh) * d) * kv_elem;
+      if (kv_dtype == DType::kF32) return reinterpret_cast<const float*>(src);
+      RowToF32(src, kv_dtype, d, row.data());
+      return row.data();
+    };
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t t = item / hq, h = item % hq;
       const int32_t* table = b.block_tables.data() + seq_of[t] * b.max_blocks_per_seq;
@@ -216,7 +241,7 @@ void CpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor
             static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
         XI_CHECK(slot >= 0 && slot < num_slots);
         slot_of[p] = slot;
-        scores[p] = Dot(qv, ks + (slot * hkv + kvh) * d, d) * scale;
+        scores[p] = Dot(qv, kv_row(ks, slot, kvh), d) * scale;
         max_score = std::max(max_score, scores[p]);
       }
       double denom = 0;
@@ -228,7 +253,7 @@ void CpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor
       std::fill(o, o + d, 0.f);
       for (int64_t p = 0; p < n_keys; ++p) {
         const float w = static_cast<float>(scores[p] / denom);
-        const float* vv = vs + (slot_of[p] * hkv + kvh) * d;
+        const float* vv = kv_row(vs, slot_of[p], kvh);
         for (int64_t i = 0; i < d; ++i) o[i] += w * vv[i];
       }
     }

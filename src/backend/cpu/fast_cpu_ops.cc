@@ -362,13 +362,15 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
       scores_[i].resize(4 * max_keys + 16);
     if (static_cast<int64_t>(offsets_[i].size()) < max_keys) offsets_[i].resize(max_keys);
   }
+  XI_CHECK(k_cache.dtype() == v_cache.dtype() &&
+           (k_cache.dtype() == DType::kF32 || k_cache.dtype() == DType::kBF16));
+  const bool bf16_cache = k_cache.dtype() == DType::kBF16;
   const float* qs = q.data<float>();
-  const float* ks = k_cache.data<float>();
-  const float* vs = v_cache.data<float>();
   float* os = out.data<float>();
   const bool grouped = avx512 && cpu::avx512::AttentionGroupSupports(d);
   // One work item per (query row, KV head): its `group` query heads share the K/V rows.
-  auto attend = [&](int64_t item, int thread) {
+  // The kernels take the cache's element type (float, or uint16_t BF16 bits) as their K/V rows'.
+  auto attend_in = [&]<class T>(const T* ks, const T* vs, int64_t item, int thread) {
     const int64_t t = item / hkv, kvh = item % hkv;
     float* scores = scores_[thread].data();
     int64_t* off = offsets_[thread].data();
@@ -383,7 +385,10 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
     }
     if (grouped || avx2) {
       // Up to 4 of the group's query heads per call share each K/V row load.
-      const auto kernel = avx2 ? cpu::avx2::AttentionGroup : cpu::avx512::AttentionGroup;
+      using GroupKernel = void (*)(const float*, int64_t, int, const T*, const T*, const int64_t*,
+                                   int64_t, int64_t, float, float*, float*, int64_t);
+      const GroupKernel kernel =
+          avx2 ? GroupKernel{cpu::avx2::AttentionGroup} : GroupKernel{cpu::avx512::AttentionGroup};
       for (int64_t h = kvh * group; h < (kvh + 1) * group; h += 4) {
         const int heads = static_cast<int>(std::min<int64_t>(4, (kvh + 1) * group - h));
         kernel(qs + (t * hq + h) * d, d, heads, ks, vs, off, n_keys, d, scale, scores,
@@ -399,6 +404,13 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
       }
       cpu::avx512::AttentionRow(qs + (t * hq + h) * d, ks, vs, off, n_keys, d, scale, scores,
                                 os + (t * hq + h) * d);
+    }
+  };
+  auto attend = [&](int64_t item, int thread) {
+    if (bf16_cache) {
+      attend_in(k_cache.data<uint16_t>(), v_cache.data<uint16_t>(), item, thread);
+    } else {
+      attend_in(k_cache.data<float>(), v_cache.data<float>(), item, thread);
     }
   };
   // Rows of a prefill have different lengths, hence small chunks claimed as threads come free.

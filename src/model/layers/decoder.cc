@@ -24,21 +24,23 @@ class DecoderLM : public CausalLM {
   size_t weight_bytes() const override { return weight_bytes_; }
   int64_t num_parameters() const override { return num_parameters_; }
 
-  size_t kv_bytes_per_token() const override {
+  size_t kv_bytes_per_token(DType kv_dtype) const override {
     return static_cast<size_t>(config_.num_hidden_layers) * 2 * config_.num_key_value_heads *
-           config_.head_dim * sizeof(float);
+           config_.head_dim * DTypeSize(kv_dtype);
   }
 
-  PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size) override {
+  PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size, DType kv_dtype) override {
+    XI_CHECK_MSG(IsSupportedKvCacheDType(kv_dtype), "unsupported KV cache dtype");
     PagedKvCache cache;
     cache.num_blocks = num_blocks;
     cache.block_size = block_size;
+    cache.dtype = kv_dtype;
     const int64_t slots = cache.num_slots();
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
       cache.k.push_back(
-          backend_.NewTensor(DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
+          backend_.NewTensor(kv_dtype, {slots, config_.num_key_value_heads, config_.head_dim}));
       cache.v.push_back(
-          backend_.NewTensor(DType::kF32, {slots, config_.num_key_value_heads, config_.head_dim}));
+          backend_.NewTensor(kv_dtype, {slots, config_.num_key_value_heads, config_.head_dim}));
     }
     return cache;
   }

@@ -607,13 +607,8 @@ TEST_F(FastCpuOpsTest, PagedAttentionMatchesReferenceAndIsBatchInvariant) {
     const int block = 16, num_blocks = 64, max_blocks = 12;
     std::vector<int32_t> ctx = {1, 37, 150, 16, 191};
     const int seqs = static_cast<int>(ctx.size());
-    std::vector<int32_t> perm(num_blocks);
-    for (int i = 0; i < num_blocks; ++i) perm[i] = i;
-    std::shuffle(perm.begin(), perm.end(), rng_);
-    std::vector<int32_t> tables(seqs * max_blocks, 0);
-    for (int s = 0, next = 0; s < seqs; ++s)
-      for (int j = 0; j < (ctx[s] + block - 1) / block; ++j)
-        tables[s * max_blocks + j] = perm[next++];
+    const std::vector<int32_t> tables =
+        ScatteredBlockTables(ctx, block, num_blocks, max_blocks, rng_);
     Tensor kc = Random(DType::kF32, {num_blocks * block, hkv, d});
     Tensor vc = Random(DType::kF32, {num_blocks * block, hkv, d});
     // Queries: the last min(ctx, 5) positions of each sequence (a prefill chunk or a decode).

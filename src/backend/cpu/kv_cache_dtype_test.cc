@@ -97,13 +97,8 @@ TEST_F(KvCacheDTypeTest, AttentionOnBf16CacheIsBitwiseF32CacheOfTheRoundedValues
     const int block = 16, num_blocks = 48, max_blocks = 10;
     const std::vector<int32_t> ctx = {1, 37, 150, 16};
     const int seqs = static_cast<int>(ctx.size());
-    std::vector<int32_t> perm(num_blocks);
-    for (int i = 0; i < num_blocks; ++i) perm[i] = i;
-    std::shuffle(perm.begin(), perm.end(), rng_);
-    std::vector<int32_t> tables(seqs * max_blocks, 0);
-    for (int s = 0, next = 0; s < seqs; ++s)
-      for (int j = 0; j < (ctx[s] + block - 1) / block; ++j)
-        tables[s * max_blocks + j] = perm[next++];
+    const std::vector<int32_t> tables =
+        ScatteredBlockTables(ctx, block, num_blocks, max_blocks, rng_);
     auto [kb, kr] = Rounded(RandomF32({num_blocks * block, hkv, d}, 2.f));
     auto [vb, vr] = Rounded(RandomF32({num_blocks * block, hkv, d}));
     std::vector<int32_t> qstart = {0}, positions;

@@ -1,5 +1,5 @@
 // Test helpers shared by the kernel suites: bitwise comparison, QuantLinear's batch and thread
-// invariance, LinearMany against separate Linear calls.
+// invariance, LinearMany against separate Linear calls, paged attention's block tables.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,22 @@ namespace xinfer {
 
 inline bool BitwiseEqual(const float* a, const float* b, int64_t n) {
   return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+// Block tables [ctx.size() * max_blocks] for sequences of ctx[s] tokens whose blocks are drawn
+// without repeats from a shuffled pool of num_blocks (scattered, as a paged cache holds them);
+// unused entries 0.
+inline std::vector<int32_t> ScatteredBlockTables(const std::vector<int32_t>& ctx, int block,
+                                                 int num_blocks, int max_blocks,
+                                                 std::mt19937& rng) {
+  std::vector<int32_t> perm(num_blocks);
+  for (int i = 0; i < num_blocks; ++i) perm[i] = i;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int32_t> tables(ctx.size() * max_blocks, 0);
+  for (size_t s = 0, next = 0; s < ctx.size(); ++s)
+    for (int j = 0; j < (ctx[s] + block - 1) / block; ++j)
+      tables[s * max_blocks + j] = perm[next++];
+  return tables;
 }
 
 // QuantLinear of the rows of x in calls of 1..5 and 19 rows, on ops made for 1 and 3 threads

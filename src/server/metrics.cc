@@ -52,10 +52,19 @@ void Hist(std::string& out, const char* name, const char* help, const std::strin
 }  // namespace
 
 std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model_name,
-                             const ProcessStats& process) {
+                             const ProcessStats& process, const EngineConfig& cache) {
   const std::string l = Label(model_name);
   const EngineStats& e = s.engine;
   std::string out;
+  // vLLM's info gauge: the cache settings as labels (Python's str() of each, as vLLM writes them:
+  // the --kv-cache-dtype as given, True/False, None for an unset override), value 1.
+  const std::string cache_labels = fmt::format(
+      "block_size=\"{}\",cache_dtype=\"{}\",enable_prefix_caching=\"{}\","
+      "gpu_memory_utilization=\"{}\",num_gpu_blocks=\"{}\",num_gpu_blocks_override=\"{}\"",
+      cache.block_size, cache.kv_cache_dtype, cache.enable_prefix_caching ? "True" : "False",
+      cache.gpu_memory_utilization, e.num_blocks,
+      cache.num_gpu_blocks_override > 0 ? std::to_string(cache.num_gpu_blocks_override) : "None");
+  Gauge(out, "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", cache_labels, 1);
   Gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", l,
         e.num_running);
   Gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", l,

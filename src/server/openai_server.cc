@@ -145,9 +145,9 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   if (path == "/metrics" && get) {
-    co_await ex.Respond(
-        http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
-        FormatPrometheus(engine_->Stats(), options_.config.served_model_name, ReadProcessStats()));
+    co_await ex.Respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
+                        FormatPrometheus(engine_->Stats(), options_.config.served_model_name,
+                                         ReadProcessStats(), engine_->config()));
     co_return;
   }
   if (path == "/v1/models" && get) {

@@ -136,7 +136,17 @@ TEST(MetricsTest, PrometheusTextHasVllmNames) {
   process.resident_bytes = 123456789;
   process.open_fds = 17;
   process.cpu_seconds = 1.5;
-  std::string text = FormatPrometheus(s, "m\"x", process);
+  EngineConfig cache;
+  cache.kv_cache_dtype = "bfloat16";
+  s.engine.num_blocks = 512;
+  std::string text = FormatPrometheus(s, "m\"x", process, cache);
+  EXPECT_NE(
+      text.find("# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"16\","
+                "cache_dtype=\"bfloat16\",enable_prefix_caching=\"True\","
+                "gpu_memory_utilization=\"0.9\",num_gpu_blocks=\"512\","
+                "num_gpu_blocks_override=\"None\"} 1\n"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("vllm:num_requests_running{model_name=\"m\\\"x\"} 3"), std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:prompt_tokens counter"), std::string::npos);
   EXPECT_NE(
@@ -154,7 +164,7 @@ TEST(MetricsTest, PrometheusTextHasVllmNames) {
             std::string::npos);
   EXPECT_EQ(text.find("xinfer:heap_in_use_bytes"), std::string::npos);  // absent when unknown
   process.heap_in_use_bytes = 4096;
-  EXPECT_NE(FormatPrometheus(s, "m", process).find("\nxinfer:heap_in_use_bytes 4096\n"),
+  EXPECT_NE(FormatPrometheus(s, "m", process, cache).find("\nxinfer:heap_in_use_bytes 4096\n"),
             std::string::npos);
 }
 

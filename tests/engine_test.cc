@@ -121,17 +121,20 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // --kv-cache-dtype: a BF16 cache holds twice the blocks in the same memory; auto follows --dtype
-// (vLLM's auto is the compute dtype); fp8 and unknown names are refused with a clear message.
+// (vLLM's auto is the compute dtype); --dtype bfloat16's BF16 weights leave more of a budget to it;
+// fp8 and unknown names are refused with a clear message.
 TEST(EngineTest, KvCacheDtypeSizesTheCacheAndRefusesWhatItCannotStore) {
   XI_REQUIRE_SHARED("models/tinystories-656k");
   EngineConfig c = BaseConfig("tinystories-656k");
   c.max_model_len = 512;
-  auto blocks_with = [&](const std::string& dtype, const std::string& kv) {
-    EngineConfig e = c;
+  auto blocks_with_config = [&](EngineConfig e, const std::string& dtype, const std::string& kv) {
     e.dtype = dtype;
     e.kv_cache_dtype = kv;
     auto engine = MakeEngine(e);
     return engine ? engine->stats().num_blocks : -1;
+  };
+  auto blocks_with = [&](const std::string& dtype, const std::string& kv) {
+    return blocks_with_config(c, dtype, kv);
   };
   const int f32 = blocks_with("auto", "auto");
   ASSERT_GT(f32, 0);
@@ -139,6 +142,19 @@ TEST(EngineTest, KvCacheDtypeSizesTheCacheAndRefusesWhatItCannotStore) {
   EXPECT_EQ(blocks_with("auto", "bfloat16"), 2 * f32);
   EXPECT_EQ(blocks_with("bfloat16", "auto"), 2 * f32);
   EXPECT_EQ(blocks_with("bfloat16", "float"), f32);
+
+  // --dtype bfloat16 holds the F32 checkpoint's weights as BF16: in a budget the weights nearly
+  // fill, the memory they no longer take goes to the KV cache.
+  {
+    EngineConfig e = c;
+    e.kv_cache_memory = 0;            // sized from the budget instead
+    e.cpu_memory_budget = 4'000'000;  // the F32 weights are ~2.6 MB
+    e.gpu_memory_utilization = 1.0;
+    const int f32_weights = blocks_with_config(e, "auto", "float");
+    const int bf16_weights = blocks_with_config(e, "bfloat16", "float");
+    ASSERT_GT(f32_weights, 0);
+    EXPECT_GT(bf16_weights, f32_weights * 3 / 2) << "the weights were not converted";
+  }
 
   // A BF16 cache serves requests to completion and frees every block.
   EngineConfig b = c;

@@ -241,6 +241,33 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTrip{"tinystories-656k-qwen2", "tinystories-656k", "f32"}),
     [](const auto& info) { return testing::ParamName(info.param.model + "_" + info.param.type); });
 
+// `--dtype bfloat16` on GGUF files (ModelLoadOptions::bf16_weights): an F32 export of the BF16
+// folder is held as BF16 again and gives the folder's BF16 logits bit for bit in half the F32
+// bytes; a Q8_0 export keeps its codes (the same bytes held).
+TEST(GgufExportTest, Bf16WeightsConvertF32FilesAndKeepQuantizedOnes) {
+  XI_REQUIRE_SHARED(kQwen3);
+  const std::string f32_path = TempGguf("bf16-weights-f32"), q8_path = TempGguf("bf16-weights-q8");
+  ASSERT_TRUE(Export(kQwen3, "f32", f32_path));
+  ASSERT_TRUE(Export(kQwen3, "q8_0", q8_path));
+  auto backend = CreateCpuBackend({.bf16_activations = true});
+  auto folder = LoadCausalLM(Shared(kQwen3), *backend, {.bf16_weights = true});
+  auto converted = LoadCausalLM(f32_path, *backend, {.bf16_weights = true});
+  auto f32 = LoadCausalLM(f32_path, *backend);
+  auto q8 = LoadCausalLM(q8_path, *backend),
+       q8_bf16 = LoadCausalLM(q8_path, *backend, {.bf16_weights = true});
+  ASSERT_TRUE(folder.ok() && converted.ok() && f32.ok() && q8.ok() && q8_bf16.ok());
+  const std::vector<int32_t> ids = {9707, 11, 1879, 0, 3555, 374, 279, 6722};
+  const auto want = testing::LastLogits(**folder, *backend, ids);
+  const auto got = testing::LastLogits(**converted, *backend, ids);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+      << "max |diff| " << testing::MaxAbsDiff(got, want);
+  EXPECT_LT((*converted)->weight_bytes(), (*f32)->weight_bytes() * 51 / 100);
+  EXPECT_EQ((*q8_bf16)->weight_bytes(), (*q8)->weight_bytes());
+  fs::remove(f32_path);
+  fs::remove(q8_path);
+}
+
 // Test 4: bad input is a Status naming the problem, and no file (nor .tmp) is left behind.
 TEST(GgufExportTest, BadInputFailsCleanly) {
   const std::string dst = TempGguf("bad");

@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
 #include "backend/cpu/cpu_kernels.h"
+#include "formats/safetensors_writer.h"
 
 namespace xinfer {
 namespace {
@@ -55,6 +60,41 @@ TEST(PerfModelTest, RooflinesUseThePeakAsked) {
   // No INT8 peak measured (a CPU without VNNI): the F32 one.
   m.int8_gop_s = 0;
   EXPECT_STREQ(ComputeRoofline(c, m, 0, ComputePeak::kInt8Dot).peak_name, "f32-fma");
+}
+
+// `--dtype bfloat16` holds dense F16 / F32 matrices (and the embedding table, a tied lm_head) as
+// BF16: 2 bytes per element in what is held and what decode reads; norms stay as stored.
+TEST(PerfModelTest, Bf16WeightsCountTwoBytesPerConvertedElement) {
+  const std::string dir = ::testing::TempDir() + "/perf_model_bf16";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::vector<TensorSpec> specs = {
+      {"model.embed_tokens.weight", DType::kF32, {16, 8}},
+      {"model.layers.0.self_attn.q_proj.weight", DType::kF16, {8, 8}},
+      {"model.layers.0.mlp.down_proj.weight", DType::kF32, {8, 8}},
+      {"model.norm.weight", DType::kF32, {8}}};
+  ASSERT_TRUE(WriteSafetensors(
+                  dir, specs,
+                  [](const TensorSpec& spec, int64_t, int64_t count, uint8_t* out) {
+                    std::memset(out, 0, count * DTypeSize(spec.dtype));
+                  },
+                  1ull << 30)
+                  .ok());
+  std::ofstream(dir + "/config.json")
+      << R"({"hidden_size": 8, "vocab_size": 16, "num_hidden_layers": 1,
+             "num_attention_heads": 2})";
+  auto stored = ComputeModelCost(dir);
+  auto held = ComputeModelCost(dir, DType::kF32, /*bf16_weights=*/true);
+  ASSERT_TRUE(stored.ok() && held.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->weight_bytes, 512u + 128u + 256u + 32u);
+  EXPECT_EQ(held->weight_bytes, 256u + 128u + 128u + 32u);
+  // Tied: the table is read as the lm_head.
+  EXPECT_EQ(stored->decode_read_bytes, stored->weight_bytes);
+  EXPECT_EQ(held->decode_read_bytes, held->weight_bytes);
+  EXPECT_EQ(held->dtype, "BF16");
+  EXPECT_NE(stored->dtype, "BF16");
+  EXPECT_DOUBLE_EQ(held->linear_flops, stored->linear_flops);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -45,8 +45,10 @@ TEST(AwqGoldenTest, TinyStoriesAwqMatchesDequantizedReference) {
                       testing::SharedDir() + "/golden/logits/tinystories-656k-awq");
 }
 
-// `--dtype bfloat16`: the vdpbf16ps AWQ kernels take x as BF16 only (no lo half) on CPUs that have
-// it; the logits stay within the BF16-activation tolerance.
+// The backend's bf16_activations alone (`--dtype bfloat16` also converts the F16 table:
+// bf16_weights_test.cc): AWQ g128 runs the W4A16 panel kernels on F32 x on AVX2 / AVX-512 CPUs,
+// and the vdpbf16ps ones with x as BF16 only (no lo half) where the panels are switched off
+// (XINFER_W4A16_PANELS=0); either way within the BF16-activation tolerance.
 TEST(AwqGoldenTest, TinyStoriesAwqWithBf16ActivationsStaysWithinBf16Tolerance) {
   XI_REQUIRE_SHARED("models/tinystories-656k-awq");
   XI_REQUIRE_SHARED("golden/logits/tinystories-656k-awq/golden.json");

@@ -132,7 +132,8 @@ struct CpuBackendOptions {
   int num_threads = 0;  // 0: all cores
   // BF16 weights meet activations rounded to BF16 (vdpbf16ps, ~1.7x the compute-bound speed on
   // Zen 4) instead of F32 ones, and so do AWQ g128 / Q4_0 weights on the vdpbf16ps 4-bit kernels
-  // (which otherwise split x into BF16 hi + lo); `--dtype bfloat16`. F32/F16/Q8_0 are unaffected.
+  // (which otherwise split x into BF16 hi + lo); `--dtype bfloat16` (whose loader also converts
+  // F32 / F16 weights to BF16: ModelLoadOptions). F32/F16/Q8_0 weights are unaffected.
   bool bf16_activations = false;
   // GGUF Q4_0/Q5_0/Q4_1/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K and AWQ g128 weights meet activations quantized
   // to int8 per block of 32 (vpdpbusd on AVX512-VNNI CPUs, vpmaddubsw on AVX2 ones, sdot on ARM64

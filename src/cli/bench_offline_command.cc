@@ -111,7 +111,7 @@ int Run(const OfflineBenchOptions& o) {
   cfg.dtype = o.dtype;
   cfg.kv_cache_dtype = o.kv_cache_dtype;
   if (Status s = ValidateKvCacheDtype(o.kv_cache_dtype); !s.ok()) return ReportError(s);
-  auto cost = ComputeModelCost(o.model, cfg.KvCacheDType());
+  auto cost = ComputeModelCost(o.model, cfg.KvCacheDType(), cfg.bf16_activations());
   if (!cost.ok()) return ReportError(cost.status());
   cfg.mmap_weights = o.mmap_weights;
   cfg.int8_activations = o.int8_activations;

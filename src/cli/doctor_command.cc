@@ -67,7 +67,7 @@ int Run(const DoctorOptions& o) {
     j["peak_int8_gop_s"] = limits.int8_gop_s;
   }
   if (!o.model.empty()) {
-    auto cost = ComputeModelCost(o.model);
+    auto cost = ComputeModelCost(o.model, DType::kF32, bf16_activations);
     if (!cost.ok()) return ReportError(cost.status());
     j["model"] = {{"dir", o.model},
                   {"dtype", cost->dtype},

@@ -17,6 +17,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Bytes a dense matrix of `elements` stored as `bytes` is held in: 2 per element when the loader
+// converts F16 / F32 ones to BF16.
+size_t HeldBytes(size_t bytes, int64_t elements, bool converted) {
+  return converted ? static_cast<size_t>(elements) * 2 : bytes;
+}
+
 double PeakFor(const MachineLimits& m, ComputePeak peak, const char** name) {
   if (peak == ComputePeak::kInt8Dot && m.int8_gop_s > 0) {
     *name = "int8-dot";
@@ -32,7 +38,7 @@ double PeakFor(const MachineLimits& m, ComputePeak peak, const char** name) {
 
 // A GGUF file: projections are the 2-D blk.* weights; token_embd doubles as the lm_head when
 // there is no output.weight.
-StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype) {
+StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype, bool bf16_weights) {
   XI_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(path));
   XI_ASSIGN_OR_RETURN(std::string arch, gguf->GetString("general.architecture"));
   XI_ASSIGN_OR_RETURN(int64_t hidden, gguf->GetInt(arch + ".embedding_length"));
@@ -47,19 +53,24 @@ StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype) {
   size_t embed_bytes = 0;
   int64_t vocab = 0;
   for (const GgufTensorInfo& t : gguf->tensors()) {
-    cost.weight_bytes += t.size;
-    if (t.name.rfind("blk.", 0) == 0 && EndsWith(t.name, ".weight") && t.shape.size() == 2) {
+    const bool matrix =
+        t.name.rfind("blk.", 0) == 0 && EndsWith(t.name, ".weight") && t.shape.size() == 2;
+    const bool converted = bf16_weights && (t.type == ggml::kF16 || t.type == ggml::kF32) &&
+                           (matrix || t.name == "output.weight" || t.name == "token_embd.weight");
+    const size_t bytes = HeldBytes(t.size, t.num_elements, converted);
+    cost.weight_bytes += bytes;
+    if (matrix) {
       cost.linear_flops += 2.0 * static_cast<double>(t.num_elements);
-      cost.decode_read_bytes += t.size;
-      cost.dtype = GgmlTypeName(t.type);
+      cost.decode_read_bytes += bytes;
+      cost.dtype = converted ? "BF16" : GgmlTypeName(t.type);
     } else if (t.name == "output.weight") {
       has_output = true;
-      cost.decode_read_bytes += t.size;
+      cost.decode_read_bytes += bytes;
     } else if (t.name == "token_embd.weight") {
-      embed_bytes = t.size;
+      embed_bytes = bytes;
       vocab = t.shape.empty() ? 0 : t.shape[0];
     } else {
-      cost.decode_read_bytes += t.size;
+      cost.decode_read_bytes += bytes;
     }
   }
   if (!has_output) cost.decode_read_bytes += embed_bytes;
@@ -72,8 +83,9 @@ StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype) {
 
 }  // namespace
 
-StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dtype) {
-  if (EndsWith(model_path, ".gguf")) return GgufModelCost(model_path, kv_dtype);
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dtype,
+                                     bool bf16_weights) {
+  if (EndsWith(model_path, ".gguf")) return GgufModelCost(model_path, kv_dtype, bf16_weights);
   const std::string& model_dir = model_path;
   std::ifstream in(model_dir + "/config.json");
   if (!in) return NotFound("no config.json in {}", model_dir);
@@ -89,11 +101,16 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
   size_t embed_bytes = 0;
   for (const std::string& name : store->Names()) {
     const TensorInfo* info = store->Find(name);
-    cost.weight_bytes += info->size;
+    const bool dense_matrix = EndsWith(name, "_proj.weight") || name == "lm_head.weight" ||
+                              name == "model.embed_tokens.weight";
+    const bool converted =
+        bf16_weights && dense_matrix && (info->dtype == DType::kF16 || info->dtype == DType::kF32);
+    const size_t bytes = HeldBytes(info->size, NumElements(info->shape), converted);
+    cost.weight_bytes += bytes;
     if (EndsWith(name, "_proj.weight")) {
       cost.linear_flops += 2.0 * static_cast<double>(NumElements(info->shape));
-      cost.decode_read_bytes += info->size;
-      cost.dtype = DTypeName(info->dtype);
+      cost.decode_read_bytes += bytes;
+      cost.dtype = DTypeName(converted ? DType::kBF16 : info->dtype);
     } else if (EndsWith(name, "_proj.qweight") && info->shape.size() == 2) {
       // AWQ: int32 [in, out / 8]. The loader repacks to one byte per two weights plus an F32
       // scale and an F32 zero per group (model/awq.cc): that is what decode reads.
@@ -108,9 +125,9 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
       // counted with the qweight
     } else if (name == "lm_head.weight") {
       has_lm_head = true;
-      cost.decode_read_bytes += info->size;
+      cost.decode_read_bytes += bytes;
     } else if (name == "model.embed_tokens.weight") {
-      embed_bytes = info->size;
+      embed_bytes = bytes;
     } else {
       cost.decode_read_bytes += info->size;  // norms and biases
     }

@@ -12,7 +12,7 @@
 namespace xinfer {
 
 struct ModelCost {
-  size_t weight_bytes = 0;        // all tensors as stored
+  size_t weight_bytes = 0;        // all tensors as held (stored, or converted to BF16)
   size_t decode_read_bytes = 0;   // weights one decode step reads: projections, lm_head, norms
   double linear_flops = 0;        // 2 x projection parameters (per token, every row)
   double lm_head_flops = 0;       // 2 x vocab x hidden (per sampled row)
@@ -22,8 +22,11 @@ struct ModelCost {
 };
 
 // `model_path`: a Hugging Face folder (dense or AWQ safetensors) or a .gguf file; `kv_dtype`: the
-// KV cache's element type (EngineConfig::KvCacheDType).
-StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dtype = DType::kF32);
+// KV cache's element type (EngineConfig::KvCacheDType); `bf16_weights`: the loader converts the
+// dense F16 / F32 Linear weights and the embedding table to BF16 (ModelLoadOptions, `--dtype
+// bfloat16`), so they count 2 bytes per element.
+StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dtype = DType::kF32,
+                                     bool bf16_weights = false);
 
 struct Roofline {
   double decode_tok_s_per_seq = 0;  // one sequence: bandwidth / bytes per step

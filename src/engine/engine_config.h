@@ -43,10 +43,11 @@ struct EngineConfig {
   bool Int8ActivationsFor(bool gguf_model) const { return int8_activations.value_or(gguf_model); }
 
   // vLLM's --dtype: "auto" (= "float32" on CPU: weights used as stored, F32 activations, logits
-  // match an F32 reference to ~1e-5 of their magnitude), "float32"/"float", or "bfloat16" (BF16
-  // weights, and the 4-bit AWQ/Q4_0 ones, meet activations rounded to BF16, as vLLM and llama.cpp
-  // compute them: ~1.7x faster prefill and batched decode; logits move by ~0.5 % of the largest
-  // one). Weights are never converted.
+  // match an F32 reference to ~1e-5 of their magnitude), "float32"/"float", or "bfloat16" (as
+  // vLLM loads unquantized weights in the model dtype, dense F16 / F32 weights are converted to
+  // BF16 at load (ModelLoadOptions::bf16_weights); BF16 weights, and the 4-bit AWQ/Q4_0 ones,
+  // meet activations rounded to BF16, as vLLM and llama.cpp compute them: ~1.7x faster prefill
+  // and batched decode; logits move by ~0.5 % of the largest one). Quantized weights are kept.
   std::string dtype = "auto";
   // vLLM's --quantization: empty (taken from the model), "awq" or "gguf"; it must match the model.
   std::string quantization;
@@ -67,7 +68,7 @@ struct EngineConfig {
 
 // The --dtype values EngineConfig accepts (shared with `xinfer doctor --dtype`).
 Status ValidateDtype(const std::string& dtype);
-// The --kv-cache-dtype values EngineConfig accepts (shared with `xinfer plan`).
+// The --kv-cache-dtype values EngineConfig accepts (shared with `xinfer bench offline`).
 Status ValidateKvCacheDtype(const std::string& kv_cache_dtype);
 
 }  // namespace xinfer

@@ -90,7 +90,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
                         .mmap_weights = c.mmap_weights});
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
                                                                    : Tokenizer::FromDir(c.model));
-  XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_));
+  XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_,
+                                                   {.bf16_weights = c.bf16_activations()}));
   const ModelConfig& mc = engine->model_->config();
   XI_RETURN_IF_ERROR(CheckQuantization(c, mc));
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));

@@ -47,7 +47,8 @@ class CausalLM {
  public:
   virtual ~CausalLM() = default;
   virtual const ModelConfig& config() const = 0;
-  // Total bytes of weights as stored, and their parameter count.
+  // Total bytes of weights as held (after ModelLoadOptions' conversions), and their parameter
+  // count.
   virtual size_t weight_bytes() const = 0;
   virtual int64_t num_parameters() const = 0;
   // Bytes of K/V one token occupies in a PagedKvCache of `kv_dtype` (all layers, K and V).
@@ -61,10 +62,22 @@ class CausalLM {
   virtual Status Forward(const ForwardBatch& batch, PagedKvCache& cache, Tensor& logits) = 0;
 };
 
-// Reads config.json and the safetensors weights of a Hugging Face folder and builds the model for
-// its architecture (Llama, Qwen2, Qwen3). Unsupported architectures, dtypes or quantization, and
-// missing or mis-shaped tensors are reported as Status naming the culprit.
-StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend);
+// How the loader holds the weights it reads.
+struct ModelLoadOptions {
+  // `--dtype bfloat16`: vLLM loads every unquantized weight in the model dtype, so an F16 or F32
+  // checkpoint (and AWQ's F16 embedding / lm_head) computes in BF16 there. Here likewise: dense
+  // F16 and F32 Linear weights (the lm_head included) and the embedding table are converted to
+  // BF16, rounded to nearest even, once at load, so they meet BF16 activations on the BF16
+  // kernels (vdpbf16ps) instead of F32 FMAs; F32 ones take half the memory. Norms and biases
+  // (read as F32 by every op) and quantized weights' codes and scales are kept as stored.
+  bool bf16_weights = false;
+};
+
+// Reads config.json and the safetensors weights of a Hugging Face folder (or a GGUF file) and
+// builds the model for its architecture (Llama, Qwen2, Qwen3). Unsupported architectures, dtypes
+// or quantization, and missing or mis-shaped tensors are reported as Status naming the culprit.
+StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend,
+                                                 const ModelLoadOptions& options = {});
 
 // The element types a PagedKvCache may hold.
 inline bool IsSupportedKvCacheDType(DType dtype) {

@@ -120,7 +120,8 @@ StatusOr<DecoderWeights> LoadGgufDecoderWeights(const GgufFile& f, const ModelCo
   return w;
 }
 
-StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Backend& backend) {
+StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Backend& backend,
+                                                     const ModelLoadOptions& options) {
   XI_ASSIGN_OR_RETURN(auto file, GgufFile::Open(path));
   auto config = GgufModelConfig(*file);
   if (!config.ok()) return config.status().WithContext(path);
@@ -132,7 +133,8 @@ StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Ba
   auto weights = LoadGgufDecoderWeights(*file, *config, *spec);
   if (!weights.ok()) return weights.status().WithContext(path);
   // The weights' tensors hold the mapping; the GgufFile object itself can go.
-  return CreateDecoderLM(std::move(config).value(), *spec, std::move(weights).value(), backend);
+  return CreateDecoderLM(std::move(config).value(), *spec, std::move(weights).value(), backend,
+                         options);
 }
 
 }  // namespace xinfer

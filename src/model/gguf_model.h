@@ -25,7 +25,8 @@ StatusOr<DecoderWeights> LoadGgufDecoderWeights(const GgufFile& file, const Mode
                                                 const DecoderSpec& spec);
 
 // Opens `path` and builds the model. Status names the file and the culprit on failure.
-StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Backend& backend);
+StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Backend& backend,
+                                                     const ModelLoadOptions& options = {});
 
 // Inverse of llama.cpp's HF->GGUF Q/K permutation: row h*D + j*D/2 + i of the result is row
 // h*D + 2i + j of `w` (heads of D = rows / n_heads rows each). Returns a new weight.

@@ -29,11 +29,12 @@ std::vector<std::string> SupportedArchitectures() {
   return names;
 }
 
-StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend) {
+StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend,
+                                                 const ModelLoadOptions& options) {
   // A llama.cpp GGUF file instead of a Hugging Face folder.
   if (model_dir.size() > 5 && model_dir.ends_with(".gguf") &&
       !std::filesystem::is_directory(model_dir))
-    return LoadGgufCausalLM(model_dir, backend);
+    return LoadGgufCausalLM(model_dir, backend, options);
   XI_ASSIGN_OR_RETURN(ModelConfig config, LoadHfConfig(model_dir));
   auto it = Registry().find(config.architecture);
   if (it == Registry().end()) {
@@ -48,7 +49,7 @@ StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, B
   }
   XI_ASSIGN_OR_RETURN(DecoderSpec spec, it->second(config));
   XI_ASSIGN_OR_RETURN(auto store, WeightStore::OpenDir(model_dir));
-  auto model = CreateDecoderLM(std::move(config), spec, std::move(store), backend);
+  auto model = CreateDecoderLM(std::move(config), spec, std::move(store), backend, options);
   if (!model.ok()) return model.status().WithContext(model_dir);
   return model;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/logging.h"
+
 namespace xinfer {
 namespace {
 
@@ -178,13 +180,21 @@ class DecoderLM : public CausalLM {
 
 StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
                                                     std::unique_ptr<WeightStore> store,
-                                                    Backend& backend) {
+                                                    Backend& backend,
+                                                    const ModelLoadOptions& options) {
   XI_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(*store, config, spec));
-  return CreateDecoderLM(std::move(config), spec, std::move(weights), backend);
+  return CreateDecoderLM(std::move(config), spec, std::move(weights), backend, options);
 }
 
 std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
-                                          DecoderWeights weights, Backend& backend) {
+                                          DecoderWeights weights, Backend& backend,
+                                          const ModelLoadOptions& options) {
+  if (options.bf16_weights) {
+    const size_t converted = ConvertDenseWeightsToBf16(weights, backend);
+    if (converted > 0)
+      XI_LOG_INFO("--dtype bfloat16: {:.1f} MB of F16/F32 weights converted to BF16",
+                  converted / 1e6);
+  }
   PlaceDecoderWeights(weights, backend);
   return std::make_unique<DecoderLM>(std::move(config), spec, std::move(weights), backend);
 }

@@ -47,15 +47,23 @@ int64_t DecoderParameterCount(const DecoderWeights& w);
 StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const ModelConfig& config,
                                             const DecoderSpec& spec);
 
+// ModelLoadOptions::bf16_weights: replaces the dense F16 / F32 Linear weights and the embedding
+// table of `w` by BF16 copies in host memory (round to nearest even; tied tensors converted once
+// and still tied), the conversion spread over `backend.ParallelForHost`. Returns the bytes
+// converted from (0 when nothing was F16 or F32).
+size_t ConvertDenseWeightsToBf16(DecoderWeights& w, Backend& backend);
+
 // Hands every weight tensor to `backend.PlaceWeights` once (backend.h) and rebinds `w` to the
 // placed copies; tied tensors stay tied.
 void PlaceDecoderWeights(DecoderWeights& w, Backend& backend);
 
 StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
                                                     std::unique_ptr<WeightStore> store,
-                                                    Backend& backend);
+                                                    Backend& backend,
+                                                    const ModelLoadOptions& options = {});
 // Same, from weights already loaded (GGUF files); the weights keep their storage alive.
 std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
-                                          DecoderWeights weights, Backend& backend);
+                                          DecoderWeights weights, Backend& backend,
+                                          const ModelLoadOptions& options = {});
 
 }  // namespace xinfer

@@ -1,5 +1,6 @@
 #include <fmt/core.h>
 
+#include <map>
 #include <memory>
 
 #include "model/awq.h"
@@ -111,6 +112,42 @@ int64_t DecoderParameterCount(const DecoderWeights& w) {
       n += TensorParams(*t);
   }
   return n;
+}
+
+size_t ConvertDenseWeightsToBf16(DecoderWeights& w, Backend& backend) {
+  // Tensors by their bytes, so a tied lm_head is converted once and stays tied to the table.
+  std::map<std::pair<const void*, size_t>, Tensor> converted;
+  size_t from_bytes = 0;
+  auto convert = [&](Weight& wt) {
+    if (wt.empty() || wt.quantized()) return;
+    const Tensor& t = wt.dense();
+    if (t.dtype() != DType::kF16 && t.dtype() != DType::kF32) return;
+    XI_CHECK(t.layout() == Layout::kRowMajor);
+    auto [it, inserted] = converted.try_emplace({t.raw(), t.size_bytes()});
+    if (inserted) {
+      from_bytes += t.size_bytes();
+      it->second = NewHostTensor(DType::kBF16, t.shape());
+      const int64_t n = t.numel();
+      constexpr int64_t kChunk = int64_t{1} << 20;
+      uint16_t* dst = it->second.data<uint16_t>();
+      const bool f16 = t.dtype() == DType::kF16;
+      const auto* src16 = f16 ? t.data<uint16_t>() : nullptr;
+      const auto* src32 = f16 ? nullptr : t.data<float>();
+      backend.ParallelForHost((n + kChunk - 1) / kChunk, [&](int64_t c) {
+        const int64_t e = std::min(n, (c + 1) * kChunk);
+        for (int64_t i = c * kChunk; i < e; ++i)
+          dst[i] = F32ToBf16(f16 ? F16ToF32(src16[i]) : src32[i]);
+      });
+    }
+    wt = Weight(it->second);
+  };
+  convert(w.embed_tokens);
+  convert(w.lm_head);
+  for (auto& l : w.layers)
+    for (Weight* p :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      convert(*p);
+  return from_bytes;
 }
 
 void PlaceDecoderWeights(DecoderWeights& w, Backend& backend) {

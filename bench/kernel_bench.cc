@@ -151,9 +151,11 @@ void BM_QuantLinear(benchmark::State& state) {
   const QuantType type = state.range(3) == 0   ? QuantType::kQ8_0
                          : state.range(3) == 1 ? QuantType::kQ4_0
                                                : QuantType::kAwq4;
+  // path 0: F32 activations, 1: the reference, 2: int8 activations, 3: BF16 activations
+  // (`--dtype bfloat16`: AWQ g128 on the vdpbf16ps panel kernel on AVX512-BF16 CPUs).
   const std::unique_ptr<Ops> ops_ptr = state.range(4) == 2
                                            ? std::make_unique<FastCpuOps>(false, Threads(), true)
-                                           : MakeOps(state.range(4) == 1);
+                                           : MakeOps(state.range(4) == 1, state.range(4) == 3);
   Ops& ops = *ops_ptr;
   Tensor x = Random(DType::kF32, {t, k});
   // AWQ4 with group 128, as Qwen's AWQ checkpoints; in the panel layout where the path's kernel
@@ -173,8 +175,9 @@ void BM_QuantLinear(benchmark::State& state) {
 }
 
 void QuantLinearArgs(benchmark::internal::Benchmark* b) {
-  for (int path : {0, 2}) {
+  for (int path : {0, 2, 3}) {
     for (int type : {2, 1, 0}) {
+      if (path == 3 && type != 2) continue;  // BF16 activations: AWQ's panel kernel only
       for (int t : {1, 16, 64}) {
         b->Args({t, 4864, 896, type, path});  // gate/up
         b->Args({t, 896, 4864, type, path});  // down

@@ -26,7 +26,8 @@ inline constexpr double kBf16ActivationRelativeTolerance = 1.0 / 256;
 inline constexpr double kBf16ActivationGapThreshold = 0.15;
 // With `--dtype bfloat16` on an F16 checkpoint (AWQ's table and lm_head) the weights lose three
 // mantissa bits as well: 2^-7 x the largest |reference logit| (measured on the AWQ TinyStories,
-// logits up to 15: 0.046 with the W4A16 panels' F32 x, 0.099 with vdpbf16ps x as well).
+// logits up to 15: 0.046 with the W4A16 panels' F32 x, 0.099 with BF16 x in the 4-bit layers too,
+// as on AVX512-BF16 CPUs since session 25).
 inline constexpr double kBf16WeightsRelativeTolerance = 1.0 / 128;
 // With `--int8-activations` the 4-bit / Q8_0 projections take x quantized to int8 per block of 32
 // (half a step of max|x| / 127 per element): allowed 5e-2 + 1/48 x the largest |reference logit|

@@ -46,9 +46,11 @@ TEST(AwqGoldenTest, TinyStoriesAwqMatchesDequantizedReference) {
 }
 
 // The backend's bf16_activations alone (`--dtype bfloat16` also converts the F16 table:
-// bf16_weights_test.cc): AWQ g128 runs the W4A16 panel kernels on F32 x on AVX2 / AVX-512 CPUs,
-// and the vdpbf16ps ones with x as BF16 only (no lo half) where the panels are switched off
-// (XINFER_W4A16_PANELS=0); either way within the BF16-activation tolerance.
+// bf16_weights_test.cc): AWQ g128 runs the vdpbf16ps W4A16 panel kernel on x rounded to BF16 on
+// AVX512-BF16 CPUs (0.071 on the 2-core Zen 4), the F32-x panel kernels on other AVX2 / AVX-512
+// CPUs (and under XINFER_W4A16_BF16=0), and the row-major vdpbf16ps kernel with x as BF16 only (no
+// lo half) where the panels are switched off (XINFER_W4A16_PANELS=0); each within the
+// BF16-activation tolerance.
 TEST(AwqGoldenTest, TinyStoriesAwqWithBf16ActivationsStaysWithinBf16Tolerance) {
   XI_REQUIRE_SHARED("models/tinystories-656k-awq");
   XI_REQUIRE_SHARED("golden/logits/tinystories-656k-awq/golden.json");

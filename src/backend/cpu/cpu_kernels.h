@@ -305,6 +305,16 @@ void QuantLinearInt8Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, 
 bool W4A16PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
 void QuantLinearW4A16Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                             int64_t n1);
+// AWQ g128 with BF16 activations (`--dtype bfloat16`) on AVX512-BF16 CPUs, over the same placed
+// tiles (cpu_kernels_w4a16_bf16_panels_avx512.cc: two codes of a row per vdpbf16ps). x from
+// W4A16Bf16PrepareX: task.xs [T, ldxs >= k] x rounded to BF16 (nearest even), each chunk of 8 in
+// the pair order (x0, x4), (x1, x5), (x2, x6), (x3, x7); task.xsum [T, ldxsum >= k / 128] the
+// groups' sums of the rounded x. n0 (and n1 unless it is w.rows) multiples of 16.
+bool W4A16Bf16PanelsSupports(const QuantTensor& w, const CpuFeatures& features);
+void W4A16Bf16PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, uint16_t* xs,
+                       int64_t ldxs, float* xsum, int64_t ldxsum);
+void QuantLinearW4A16Bf16Panels(const QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
+                                int64_t n1);
 void LinearF32Acc(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 void LinearBf16Dot(const LinearTask& task, int64_t t0, int64_t t1, int64_t n0, int64_t n1);
 // BF16 weights widened to F32 without shuffles: a 64-byte load of 32 BF16 gives the even

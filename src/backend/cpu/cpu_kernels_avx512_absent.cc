@@ -32,6 +32,14 @@ bool W4A16PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false;
 void QuantLinearW4A16Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   NotOnThisCpu();
 }
+bool W4A16Bf16PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
+void W4A16Bf16PrepareX(const float*, int64_t, int64_t, int64_t, uint16_t*, int64_t, float*,
+                       int64_t) {
+  NotOnThisCpu();
+}
+void QuantLinearW4A16Bf16Panels(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
+  NotOnThisCpu();
+}
 void QuantKernelTablesInit() {}
 void QuantLinearQ8Direct(const QuantLinearTask&, int64_t, int64_t, int64_t, int64_t) {
   NotOnThisCpu();

@@ -37,8 +37,9 @@ class FastCpuOps : public CpuOps {
   // The layout CpuBackend::PlaceWeights stores a quantized Linear weight's parts in: with int8
   // activations on AVX2 and AVX-512 CPUs, AWQ g128 in kDwordTiles and Q4_0 in kQ4_0Tiles
   // (tensor.h) for the broadcast-x kernels (AVX-512's with AVX512-VNNI, else AVX2's); without
-  // them, AWQ g128 in kDwordTiles on AVX2 and AVX-512 CPUs (the W4A16 broadcast-x kernels);
-  // QuantLinear then runs them on those kernels; else row-major.
+  // them, AWQ g128 in kDwordTiles on AVX2 and AVX-512 CPUs (the W4A16 broadcast-x kernels: F32
+  // x, or BF16 x in vdpbf16ps under bf16_activations on AVX512-BF16 CPUs); QuantLinear then runs
+  // them on those kernels; else row-major.
   // XINFER_INT8_PANELS=0 / XINFER_W4A16_PANELS=0 keep them row-major (A/B measurements).
   Layout QuantLayoutFor(const QuantTensor& w) const;
 
@@ -99,12 +100,15 @@ class FastCpuOps : public CpuOps {
                        cpu::QuantLinearTask& task);
   void RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
                int64_t n1) const;
-  // AWQ `w` with F32 activations on a W4A16 panel kernel (placed so by QuantLayoutFor): AVX-512's
-  // where the CPU has it, else AVX2's (the same bits).
+  // AWQ `w` without int8 activations on a W4A16 panel kernel (placed so by QuantLayoutFor): with
+  // BF16 activations on AVX512-BF16 CPUs the vdpbf16ps one (W4A16Bf16); with F32 activations
+  // AVX-512's where the CPU has it, else AVX2's (the same bits).
   bool W4A16Panels(const QuantTensor& w) const;
+  bool W4A16Bf16(const QuantTensor& w) const;
   void RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
                       int64_t n1) const;
-  // x prescaled per element and summed per group of 128 for that kernel (into xp_, xsum_).
+  // x for that kernel (into xp_ or xb_, and xsum_): BF16 in pair order, or F32 prescaled per
+  // element; summed per group of 128.
   void PrepareW4A16X(const Tensor& x, int64_t t_rows, cpu::QuantLinearTask& task);
   // The 4-bit / int8 kernels that run quantized weights as one job with x prepared once.
   enum class QuantKernel { kOther, kNibbleBf16, kInt8, kW4A16Panels };

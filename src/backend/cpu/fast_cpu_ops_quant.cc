@@ -43,8 +43,19 @@ bool FastCpuOps::W4A16Panels(const QuantTensor& w) const {
   return !int8_activations_ && cpu::avx2::W4A16PanelsSupports(w, features_);
 }
 
+bool FastCpuOps::W4A16Bf16(const QuantTensor& w) const {
+  // Under --dtype bfloat16 on AVX512-BF16 CPUs: x rounded to BF16 as every other Linear of that
+  // path, two weights per vdpbf16ps (2-core Zen 4, kernel_bench from cache: T = 1 37 -> 52-54
+  // GB/s, T = 16 and 64 ~216 -> 360-408 GFLOP/s; docs/performance.md, session 25).
+  // XINFER_W4A16_BF16=0 keeps the F32-activation kernel (A/B measurements).
+  static const bool enabled = fast_cpu_ops_internal::EnvSwitchOn("XINFER_W4A16_BF16");
+  return enabled && bf16_path_ == cpu::Bf16Path::kBf16Dot && W4A16Panels(w) &&
+         cpu::avx512::W4A16Bf16PanelsSupports(w, features_);
+}
+
 void FastCpuOps::RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
                                 int64_t n1) const {
+  if (task.xs != nullptr) return cpu::avx512::QuantLinearW4A16Bf16Panels(task, 0, t_rows, n0, n1);
   if (features_.avx512) return cpu::avx512::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
   cpu::avx2::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
 }
@@ -283,6 +294,16 @@ void FastCpuOps::PrepareNibbleBf16X(const Tensor& x, QuantType type, int64_t t_r
 void FastCpuOps::PrepareW4A16X(const Tensor& x, int64_t t_rows, cpu::QuantLinearTask& task) {
   const int64_t k = task.ldx;
   task.ldxsum = k / 128;
+  if (W4A16Bf16(*task.w)) {
+    task.ldxs = k;
+    task.xs = GrowTo(xb_, t_rows * k);
+    task.xsum = GrowTo(xsum_, t_rows * task.ldxsum);
+    ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {
+      cpu::avx512::W4A16Bf16PrepareX(x.data<float>() + r0 * k, r1 - r0, k, k, xb_.data() + r0 * k,
+                                     k, xsum_.data() + r0 * task.ldxsum, task.ldxsum);
+    });
+    return;
+  }
   task.x = GrowTo(xp_, t_rows * k);
   task.xsum = GrowTo(xsum_, t_rows * task.ldxsum);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/fast_cpu_ops.h"
@@ -109,6 +113,213 @@ class W4A16PanelsTest : public ::testing::Test {
   std::unique_ptr<Backend> backend_ = CreateCpuBackend();
   std::mt19937 rng_{23};
 };
+
+#if defined(__x86_64__)
+// One lane of vdpbf16ps: acc + the products of two BF16 pairs (the CPU's own rounding).
+__attribute__((target("avx512f,avx512bf16"))) float DpBf16(float acc, uint32_t x_pair,
+                                                           uint32_t w_pair) {
+  __m512i xv = _mm512_set1_epi32(static_cast<int>(x_pair));
+  __m512i wv = _mm512_set1_epi32(static_cast<int>(w_pair));
+  const __m512 sum = _mm512_dpbf16_ps(_mm512_set1_ps(acc), reinterpret_cast<__m512bh&>(xv),
+                                      reinterpret_cast<__m512bh&>(wv));
+  return _mm512_cvtss_f32(sum);
+}
+
+// The BF16-activation kernel (cpu_kernels_w4a16_bf16_panels_avx512.cc, AVX512-BF16 CPUs).
+class W4A16Bf16PanelsTest : public W4A16PanelsTest {
+ protected:
+  void SetUp() override {
+    if (!features_.avx512_bf16) GTEST_SKIP() << "the BF16 W4A16 panel kernel needs AVX512-BF16";
+  }
+  // The group sum W4A16Bf16PrepareX stores of the rounded x: 16 lane sums over the group's 8
+  // runs of 16, then lanes l + (l + 8), + (l + 4), + (l + 2), + (l + 1).
+  static float GroupSum(const float* xb) {
+    float l[16] = {};
+    for (int s = 0; s < 8; ++s)
+      for (int j = 0; j < 16; ++j) l[j] += xb[16 * s + j];
+    for (int width : {8, 4, 2, 1})
+      for (int j = 0; j < width; ++j) l[j] += l[j + width];
+    return l[0];
+  }
+  static std::vector<float> RoundedX(const Tensor& x) {
+    std::vector<float> out(x.numel());
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = Bf16ToF32(F32ToBf16(x.data<float>()[i]));
+    return out;
+  }
+  // The documented sequence for out[i, r] from the row-major weight and x rounded to BF16: per
+  // group, chains a0 / a1 of vdpbf16ps over the pairs (8c + p, 8c + p + 4) with p = 0, 2 / 1, 3 of
+  // each chunk in k order, the weights as 1 + q/16; then zz = fma(z, 1/16, 1),
+  // acc = fma(s, fma(-zz, xsum, a0 + a1), acc); out = 16 acc + bias.
+  static std::vector<float> Documented(const QuantTensor& w, const Tensor& x, const float* bias) {
+    const int64_t t = x.dim(0), n = w.rows, k = w.cols, groups = k / 128;
+    const std::vector<float> xr_all = RoundedX(x);
+    std::vector<float> out(t * n);
+    auto code = [&](int64_t r, int64_t e) -> uint32_t {
+      const uint8_t byte = w.row(r)[e / 2];
+      return e % 2 == 0 ? byte & 15 : byte >> 4;
+    };
+    for (int64_t i = 0; i < t; ++i) {
+      const float* xr = xr_all.data() + i * k;
+      for (int64_t r = 0; r < n; ++r) {
+        float acc = 0.f;
+        for (int64_t g = 0; g < groups; ++g) {
+          float a[2] = {0.f, 0.f};
+          for (int64_t e0 = 128 * g; e0 < 128 * (g + 1); e0 += 8) {
+            for (int p = 0; p < 4; ++p) {
+              const uint32_t x_pair =
+                  F32ToBf16(xr[e0 + p]) | static_cast<uint32_t>(F32ToBf16(xr[e0 + p + 4])) << 16;
+              const uint32_t w_pair =
+                  (0x3F80u | code(r, e0 + p) << 3) | (0x3F80u | code(r, e0 + p + 4) << 3) << 16;
+              a[p % 2] = DpBf16(a[p % 2], x_pair, w_pair);
+            }
+          }
+          const float s = w.scales.data<float>()[r * groups + g];
+          const float zz = std::fma(w.zeros.data<float>()[r * groups + g], 0.0625f, 1.f);
+          acc = std::fma(s, std::fma(-zz, GroupSum(xr + 128 * g), a[0] + a[1]), acc);
+        }
+        out[i * n + r] = 16.f * acc + (bias != nullptr ? bias[r] : 0.f);
+      }
+    }
+    return out;
+  }
+  static std::vector<float> Kernel(const QuantTensor& tiled, const Tensor& x, const float* bias,
+                                   const std::vector<int64_t>& splits = {}) {
+    const int64_t t = x.dim(0), k = tiled.cols, n = tiled.rows;
+    std::vector<uint16_t> xs(t * k);
+    std::vector<float> xsum(t * k / 128), out(t * n, -1.f);
+    cpu::avx512::W4A16Bf16PrepareX(x.data<float>(), t, k, k, xs.data(), k, xsum.data(), k / 128);
+    cpu::QuantLinearTask task;
+    task.xs = xs.data();
+    task.ldxs = k;
+    task.xsum = xsum.data();
+    task.ldxsum = k / 128;
+    task.w = &tiled;
+    task.bias = bias;
+    task.out = out.data();
+    task.ldo = n;
+    int64_t n0 = 0;
+    for (int64_t s : splits) {
+      cpu::avx512::QuantLinearW4A16Bf16Panels(task, 0, t, n0, s);
+      n0 = s;
+    }
+    cpu::avx512::QuantLinearW4A16Bf16Panels(task, 0, t, n0, n);
+    return out;
+  }
+};
+
+// Every tile (1 row of x on whole tiles, two groups' chains side by side; 2..8 rows on one tile;
+// more rows in calls of 8; the masked short last tile) against the documented sequence, bit for
+// bit, and against float64 of the dequantized weight times the rounded x; column ranges that
+// start past the first tile; with and without a bias. Another pair order, chain split, zero
+// term or scaling fails it.
+TEST_F(W4A16Bf16PanelsTest, KernelIsBitwiseTheDocumentedSequence) {
+  for (int64_t k : {128, 256, 896}) {
+    for (int64_t n : {16, 48, 77, 5, 29}) {
+      std::vector<float> deq;
+      QuantTensor w = MakeQuant(*backend_, QuantType::kAwq4, n, k,
+                                static_cast<uint32_t>(11 * n + k), &deq, 128);
+      QuantTensor tiled = PanelTiledCopy(*backend_, w);
+      ASSERT_TRUE(cpu::avx512::W4A16Bf16PanelsSupports(tiled, features_));
+      Tensor bias = RandomX(1, n);
+      for (int64_t t : {1, 2, 3, 5, 7, 8, 9, 17}) {
+        Tensor x = RandomX(t, k);
+        const std::vector<float> xr = RoundedX(x);
+        for (bool with_bias : {true, false}) {
+          const float* b = with_bias ? bias.data<float>() : nullptr;
+          const std::string label = "K=" + std::to_string(k) + " N=" + std::to_string(n) +
+                                    " T=" + std::to_string(t) + " bias " +
+                                    std::to_string(with_bias);
+          const std::vector<float> got = Kernel(tiled, x, b);
+          ASSERT_TRUE(BitwiseEqual(got.data(), Documented(w, x, b).data(), t * n)) << label;
+          for (int64_t i = 0; i < t; ++i) {
+            for (int64_t r = 0; r < n; ++r) {
+              double want = b != nullptr ? b[r] : 0.0, mag = std::fabs(want);
+              for (int64_t e = 0; e < k; ++e) {
+                const double p = static_cast<double>(deq[r * k + e]) * xr[i * k + e];
+                want += p;
+                // The kernel's terms: 16 s x (1 + q/16) and 16 s x (1 + z/16), |q|, |z| <= 15.
+                mag += 64.0 *
+                       std::fabs(w.scales.data<float>()[r * (k / 128) + e / 128] * xr[i * k + e]);
+              }
+              ASSERT_NEAR(got[i * n + r], want, 2e-6 * mag + 1e-6)
+                  << label << " row " << i << " col " << r;
+            }
+          }
+          if (n > 16) {
+            ASSERT_TRUE(BitwiseEqual(Kernel(tiled, x, b, {16}).data(), got.data(), t * n))
+                << label << " split";
+          }
+        }
+      }
+    }
+  }
+}
+
+// W4A16Bf16PrepareX: x rounded to BF16 (nearest even) in the pair order per chunk of 8, group
+// sums of the rounded x in the documented order; rows independent.
+TEST_F(W4A16Bf16PanelsTest, PrepareXRoundsPairsAndSumsGroups) {
+  const int64_t t = 3, k = 384;
+  Tensor x = RandomX(t, k);
+  x.data<float>()[5] = 1.00390625f;  // halfway between two BF16 values: rounds to even (1.0)
+  std::vector<uint16_t> xs(t * k);
+  std::vector<float> xsum(t * 3);
+  cpu::avx512::W4A16Bf16PrepareX(x.data<float>(), t, k, k, xs.data(), k, xsum.data(), 3);
+  EXPECT_EQ(xs[3], 0x3F80) << "element 5 sits at word 3 of its chunk";
+  const std::vector<float> xr = RoundedX(x);
+  const int kFrom[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t e = 0; e < k; ++e)
+      ASSERT_EQ(xs[i * k + e], F32ToBf16(x.data<float>()[i * k + e / 8 * 8 + kFrom[e % 8]]))
+          << "row " << i << " word " << e;
+    for (int64_t g = 0; g < 3; ++g)
+      ASSERT_EQ(xsum[i * 3 + g], GroupSum(xr.data() + i * k + 128 * g)) << i << " " << g;
+  }
+}
+
+// Through FastCpuOps with BF16 activations (`--dtype bfloat16`): AWQ g128 is placed in the panel
+// tiles and QuantLinear gives the BF16 kernel's bits for any rows of x per call and any threads;
+// LinearMany of such parts is bitwise the separate calls; int8 activations still take the int8
+// kernel.
+TEST_F(W4A16Bf16PanelsTest, FastCpuOpsRunsAwqOnTheBf16Panels) {
+  FastCpuOps ops(/*bf16_activations=*/true, 2);
+  QuantTensor awq = MakeQuant(*backend_, QuantType::kAwq4, 77, 896, 5, nullptr, 128);
+  ASSERT_EQ(ops.QuantLayoutFor(awq), Layout::kDwordTiles);
+  QuantTensor tiled = PanelTiledCopy(*backend_, awq);
+  EXPECT_FALSE(ops.UsesInt8Activations(tiled));
+  const int64_t t = 19, n = awq.rows, k = awq.cols;
+  Tensor x = RandomX(t, k);
+  std::fill_n(x.data<float>() + 3 * k, k, 0.f);  // a zero row gives the bias exactly
+  Tensor bias = RandomX(1, n);
+  Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+  ops.QuantLinear(x, tiled, &bias, full);
+  ASSERT_TRUE(
+      BitwiseEqual(full.data<float>(), Documented(awq, x, bias.data<float>()).data(), t * n));
+  ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n));
+  ExpectQuantLinearBatchInvariant(
+      *backend_, [](int threads) { return std::make_unique<FastCpuOps>(true, threads); }, tiled, x,
+      &bias, full, "AWQ g128 on the BF16 panels");
+  if (HasFatalFailure()) return;
+  std::vector<Weight> parts;
+  std::vector<Tensor> biases;
+  for (int64_t rows : {203, 37, 48}) {
+    parts.emplace_back(
+        PanelTiledCopy(*backend_, MakeQuant(*backend_, QuantType::kAwq4, rows, 256,
+                                            static_cast<uint32_t>(rows + 1), nullptr, 128)));
+    biases.push_back(RandomX(1, rows));
+  }
+  for (int64_t rows_x : {1, 5, 9}) {
+    Tensor xm = RandomX(rows_x, 256);
+    for (int threads : {1, 3}) {
+      FastCpuOps ops_n(true, threads);
+      ExpectLinearManyMatchesSeparate(*backend_, ops_n, xm, parts, biases,
+                                      "threads " + std::to_string(threads));
+      if (HasFatalFailure()) return;
+    }
+  }
+  FastCpuOps int8(true, 2, /*int8_activations=*/true);
+  EXPECT_TRUE(int8.UsesInt8Activations(tiled));
+}
+#endif  // defined(__x86_64__)
 
 // Every tile of each kernel (AVX2: 1 row of x on 1..4 half-panels, 2..4 rows on one; AVX-512: 1
 // row on one tile, two groups' chains side by side, 2..6 rows on one tile; the masked short last

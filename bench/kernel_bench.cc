@@ -191,6 +191,39 @@ BENCHMARK(BM_QuantLinear)
     ->ArgNames({"T", "N", "K", "type", "path"})
     ->UseRealTime();
 
+// AWQ g128 from DRAM as in a decode step (BM_LinearFromDram's copies, >= 96 MiB in all), placed
+// as CpuBackend places it for the path. Args: T, N, K, path (BM_QuantLinear's: 0 F32, 2 int8,
+// 3 BF16 activations).
+void BM_QuantLinearFromDram(benchmark::State& state) {
+  const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
+  FastCpuOps ops(state.range(3) == 3, Threads(), state.range(3) == 2);
+  Tensor x = Random(DType::kF32, {t, k});
+  QuantTensor w0 = MakeQuant(TheBackend(), QuantType::kAwq4, n, k, 2, nullptr, 128);
+  if (ops.QuantLayoutFor(w0) != Layout::kRowMajor) w0 = PanelTiledCopy(TheBackend(), w0);
+  const int64_t copies =
+      std::max<int64_t>(2, (int64_t{96} << 20) / static_cast<int64_t>(w0.size_bytes()) + 1);
+  std::vector<QuantTensor> ws(copies, w0);
+  for (QuantTensor& w : ws)  // each copy its own bytes
+    w = PanelTiledCopy(TheBackend(),
+                       MakeQuant(TheBackend(), QuantType::kAwq4, n, k, 2, nullptr, 128));
+  Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
+  size_t next = 0;
+  for (auto _ : state) {
+    ops.QuantLinear(x, ws[next], nullptr, y);
+    next = (next + 1) % ws.size();
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w0.size_bytes()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_QuantLinearFromDram)
+    ->ArgsProduct({{1, 16}, {9728}, {896}, {0, 2, 3}})
+    ->ArgsProduct({{1}, {896}, {4864}, {0, 2, 3}})
+    ->ArgNames({"T", "N", "K", "path"})
+    ->UseRealTime();
+
 // Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.
 // `cold` 1: one cache (huge pages, as the engine's) holding enough layers' keys to fill 64 MiB,
 // one layer per call in turn, so every call finds its rows out of cache, as a decode step does

@@ -111,10 +111,15 @@ INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvarianceTest,
     ::testing::Values(InvarianceCase{"tiny-qwen3", 6}, InvarianceCase{"tiny-qwen3", 6, "bfloat16"},
                       InvarianceCase{"tinystories-656k", 16},
-                      InvarianceCase{"tinystories-656k", 16, "auto", "bfloat16"}),
+                      InvarianceCase{"tinystories-656k", 16, "auto", "bfloat16"},
+                      // AWQ g128 under BF16 activations: the vdpbf16ps W4A16 panel kernel on
+                      // AVX512-BF16 CPUs (one-row GEMV and multi-row tiles must agree).
+                      InvarianceCase{"tinystories-656k-awq", 16, "bfloat16"}),
     [](const auto& info) {
-      std::string name =
-          info.param.model == "tiny-qwen3" ? std::string("TinyQwen3") : std::string("TinyStories");
+      std::string name = info.param.model == "tiny-qwen3" ? std::string("TinyQwen3")
+                         : info.param.model == "tinystories-656k-awq"
+                             ? std::string("TinyStoriesAwq")
+                             : std::string("TinyStories");
       if (info.param.dtype == "bfloat16") name += "Bf16";
       if (info.param.kv_cache_dtype == "bfloat16") name += "Bf16Kv";
       return name;

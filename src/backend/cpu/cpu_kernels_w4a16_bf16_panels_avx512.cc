@@ -19,11 +19,12 @@
 // (x0, x4), (x1, x5), (x2, x6), (x3, x7), and its group sums X = the sum of the rounded x.
 // Then sum x (1 + q/16) = X + sum x q / 16, so sum x (q - z) = 16 (dot - (1 + z/16) X).
 //
-// Per output element (lanes are independent): per group g of 128, a0 = the vdpbf16ps chain over
-// the pairs p = 0, 2 of its 16 chunks (k order), a1 over p = 1, 3; dot = a0 + a1, zz = fma(z,
-// 1/16, 1), d = fnmadd(zz, X_g, dot), acc = fma(s, d, acc) over the groups in order; out = 16 acc
-// (exact) + bias. That sequence depends on K only, not on the tile, the rows of x in the call or
-// the threads (batch invariance); W4A16PanelsTest evaluates it with the instruction itself.
+// Per output element (lanes are independent): per group g of 128, a_p = the vdpbf16ps chain over
+// pair p of its 16 chunks (k order), p = 0..3; dot = (a0 + a1) + (a2 + a3), zz = fma(z, 1/16, 1),
+// d = fnmadd(zz, X_g, dot), acc = fma(s, d, acc) over the groups in order; out = 16 acc (exact) +
+// bias. Four chains so that the one-row GEMV can read a group's blocks in memory order and still
+// cover vdpbf16ps' latency. That sequence depends on K only, not on the tile, the rows of x in the
+// call or the threads (batch invariance); W4A16PanelsTest evaluates it with the instruction itself.
 #if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
 
 #include <immintrin.h>
@@ -72,25 +73,27 @@ inline __m512bh XPair(const uint16_t* pair) {
   return reinterpret_cast<const __m512bh&>(v);
 }
 
-// One dword of a tile (v) against the pairs xk[i][0..3] of MR rows: pair p meets chain p % 2.
+// One dword of a tile (v) against the pairs xk[i][0..3] of MR rows: pair p meets chain p.
 template <int MR, int P>
-inline void PairStep(__m512i v, const uint16_t* const (&xk)[MR], __m512 (&a)[MR][2]) {
+inline void PairStep(__m512i v, const uint16_t* const (&xk)[MR], __m512 (&a)[MR][4]) {
   const __m512bh w = Pair<P>(v);
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) a[i][P % 2] = _mm512_dpbf16_ps(a[i][P % 2], XPair(xk[i] + 2 * P), w);
+  for (int i = 0; i < MR; ++i) a[i][P] = _mm512_dpbf16_ps(a[i][P], XPair(xk[i] + 2 * P), w);
 }
 
 template <int MR>
-inline void Dword(__m512i v, const uint16_t* const (&xk)[MR], __m512 (&a)[MR][2]) {
+inline void Dword(__m512i v, const uint16_t* const (&xk)[MR], __m512 (&a)[MR][4]) {
   PairStep<MR, 0>(v, xk, a);
   PairStep<MR, 1>(v, xk, a);
   PairStep<MR, 2>(v, xk, a);
   PairStep<MR, 3>(v, xk, a);
 }
 
-// acc = fma(s, dot - (1 + z/16) X, acc): the group epilogue of one tile's lanes.
-inline __m512 GroupEpilogue(__m512 acc, const __m512 (&a)[2], __m512 s, __m512 zz, float xsum) {
-  const __m512 d = _mm512_fnmadd_ps(zz, _mm512_set1_ps(xsum), _mm512_add_ps(a[0], a[1]));
+// acc = fma(s, dot - (1 + z/16) X, acc) with dot = (a0 + a1) + (a2 + a3): the group epilogue of
+// one tile's lanes.
+inline __m512 GroupEpilogue(__m512 acc, const __m512 (&a)[4], __m512 s, __m512 zz, float xsum) {
+  const __m512 dot = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+  const __m512 d = _mm512_fnmadd_ps(zz, _mm512_set1_ps(xsum), dot);
   return _mm512_fmadd_ps(s, d, acc);
 }
 
@@ -128,9 +131,9 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j, __mmask16 mask) 
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
   const int8_panels::NextRowsPrefetch prefetch(w, tile.base + kTileRows * w.row_bytes(), kTileRows);
   for (int64_t g = 0; g < groups; ++g) {
-    __m512 a[MR][2];
+    __m512 a[MR][4];
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) a[i][0] = a[i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) a[i][0] = a[i][1] = a[i][2] = a[i][3] = _mm512_setzero_ps();
     for (int64_t kb = g * (kGroup / 32); kb < (g + 1) * (kGroup / 32); ++kb) {
       prefetch.Block(kb);
       const uint8_t* units = int8_panels::AwqBlockOf(tile, kb).units;
@@ -155,38 +158,10 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j, __mmask16 mask) 
 // GEMV's distance (cpu_kernels_w4a16_panels_avx512.cc, measured there on a 2-core Zen 4).
 constexpr int64_t kGemvPrefetchBytes = 8192;
 
-// NG groups (g..) of one whole tile against one row of x, their chains side by side; the
-// epilogues in group order.
-template <int NG>
-inline __m512 GemvGroups(const Tile& tile, const uint16_t* x, const float* xsum, int64_t g,
-                         __m512 acc) {
-  __m512 a[NG][1][2];  // per group, Dword's [rows of x][chain]
-#pragma GCC unroll 2
-  for (int q = 0; q < NG; ++q) a[q][0][0] = a[q][0][1] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < kGroup / 32; ++b) {
-#pragma GCC unroll 2
-    for (int q = 0; q < NG; ++q) {
-      const uint8_t* units = int8_panels::AwqBlockOf(tile, (g + q) * (kGroup / 32) + b).units;
-      for (int64_t o = 0; o < 4 * kUnitBytes; o += 64)
-        __builtin_prefetch(units + kGemvPrefetchBytes + o, 0, 2);
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        const uint16_t* const xk[1] = {x + (g + q) * kGroup + 32 * b + 8 * c};
-        Dword<1>(_mm512_loadu_si512(units + c * kUnitBytes), xk, a[q]);
-      }
-    }
-  }
-#pragma GCC unroll 2
-  for (int q = 0; q < NG; ++q) {
-    const __m512 s = _mm512_loadu_ps(tile.s + (g + q) * kTileRows);
-    const __m512 zz = ZeroTerm(_mm512_loadu_ps(tile.z + (g + q) * kTileRows));
-    acc = GroupEpilogue(acc, a[q][0], s, zz, xsum[g + q]);
-  }
-  return acc;
-}
-
-// One row of x (decode) on one whole tile at a time, so that a thread's tiles are one sequential
-// stream, prefetched kGemvPrefetchBytes ahead.
+// One row of x (decode) on one whole tile at a time, its blocks in memory order, so that a
+// thread's tiles are one sequential stream (interleaving two groups' blocks to lengthen the
+// chains streamed 15-25 % less from DRAM), prefetched kGemvPrefetchBytes ahead; the four chains
+// of a group keep vdpbf16ps' latency covered.
 void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j) {
   const QuantTensor& w = *t.w;
   const int64_t groups = w.cols / kGroup;
@@ -194,21 +169,36 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j) {
   const uint16_t* x = t.xs + r0 * t.ldxs;
   const float* xsum = t.xsum + r0 * t.ldxsum;
   __m512 acc[1] = {_mm512_setzero_ps()};
-  int64_t g = 0;
-  for (; g + 2 <= groups; g += 2) acc[0] = GemvGroups<2>(tile, x, xsum, g, acc[0]);
-  if (g < groups) acc[0] = GemvGroups<1>(tile, x, xsum, g, acc[0]);
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512 a[1][4] = {
+        {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()}};
+#pragma GCC unroll 4
+    for (int64_t b = 0; b < kGroup / 32; ++b) {
+      const uint8_t* units = int8_panels::AwqBlockOf(tile, g * (kGroup / 32) + b).units;
+      for (int64_t o = 0; o < 4 * kUnitBytes; o += 64)
+        __builtin_prefetch(units + kGemvPrefetchBytes + o, 0, 2);
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const uint16_t* const xk[1] = {x + g * kGroup + 32 * b + 8 * c};
+        Dword<1>(_mm512_loadu_si512(units + c * kUnitBytes), xk, a);
+      }
+    }
+    const __m512 s = _mm512_loadu_ps(tile.s + g * kTileRows);
+    const __m512 zz = ZeroTerm(_mm512_loadu_ps(tile.z + g * kTileRows));
+    acc[0] = GroupEpilogue(acc[0], a[0], s, zz, xsum[g]);
+  }
   Store<1>(w, t, r0, j, acc, 0xFFFF);
 }
 
 using PanelTileFn = void (*)(const QuantLinearTask&, int64_t, int64_t, __mmask16);
-// Up to 8 rows of x on one tile: each pair of codes serves every row (16 chains + 8 sums + the
-// dword, its pair and two constants fill 28 of the 32 registers; x comes as broadcast memory
-// operands). panels::RunPanels' kernel.
+// Up to 6 rows of x on one tile: each pair of codes serves every row (24 chains + 6 sums + the
+// dword and its pair fill the 32 registers; x comes as broadcast memory operands, the constants
+// too where the compiler needs their registers). 5 rows measured no faster from DRAM and slower
+// from cache (kernel_bench, session 25). panels::RunPanels' kernel.
 struct Kernel {
-  static constexpr int kMr = 8;
+  static constexpr int kMr = 6;
   static constexpr PanelTileFn kRows[kMr] = {PanelTile<1>, PanelTile<2>, PanelTile<3>,
-                                             PanelTile<4>, PanelTile<5>, PanelTile<6>,
-                                             PanelTile<7>, PanelTile<8>};
+                                             PanelTile<4>, PanelTile<5>, PanelTile<6>};
   static void Gemv(const QuantLinearTask& t, int64_t r, int64_t j) { GemvTile(t, r, j); }
   static void Tiles(const QuantLinearTask& t, int64_t r, int mr, int64_t j0, int64_t j1,
                     __mmask16 mask) {

@@ -94,19 +94,74 @@ class W4A16PanelsTest : public ::testing::Test {
     cpu::QuantLinearTask task;
     task.x = xs.data();
     task.ldx = k;
+    RunSplit(task, tiled, xsum, bias, t, splits, kernel, out);
+    return out;
+  }
+  // `kernel` on task (x set) with w, xsum, bias and out, over the column ranges cut at `splits`.
+  static void RunSplit(cpu::QuantLinearTask& task, const QuantTensor& tiled,
+                       std::vector<float>& xsum, const float* bias, int64_t t,
+                       const std::vector<int64_t>& splits, KernelFn kernel,
+                       std::vector<float>& out) {
     task.xsum = xsum.data();
-    task.ldxsum = k / 128;
+    task.ldxsum = tiled.cols / 128;
     task.w = &tiled;
     task.bias = bias;
     task.out = out.data();
-    task.ldo = n;
+    task.ldo = tiled.rows;
     int64_t n0 = 0;
     for (int64_t s : splits) {
       kernel(task, 0, t, n0, s);
       n0 = s;
     }
-    kernel(task, 0, t, n0, n);
-    return out;
+    kernel(task, 0, t, n0, tiled.rows);
+  }
+
+  // Through FastCpuOps(bf16_activations) as CpuBackend places AWQ g128 without int8 activations:
+  // the layout is the panel tiles, QuantLinear gives `documented`'s bits for 19 rows of x (a zero
+  // row gives the bias exactly) and for any rows of x per call and any threads, LinearMany of
+  // such parts is bitwise the separate calls. Returns the placed weight.
+  using DocumentedFn = std::vector<float> (*)(const QuantTensor&, const Tensor&, const float*);
+  QuantTensor ExpectFastCpuOpsRunsAwqPanels(bool bf16_activations, DocumentedFn documented,
+                                            uint32_t seed) {
+    FastCpuOps ops(bf16_activations, 2);
+    QuantTensor awq = MakeQuant(*backend_, QuantType::kAwq4, 77, 896, seed, nullptr, 128);
+    EXPECT_EQ(ops.QuantLayoutFor(awq), Layout::kDwordTiles);
+    QuantTensor tiled = PanelTiledCopy(*backend_, awq);
+    EXPECT_FALSE(ops.UsesInt8Activations(tiled));
+    const int64_t t = 19, n = awq.rows, k = awq.cols;
+    Tensor x = RandomX(t, k);
+    std::fill_n(x.data<float>() + 3 * k, k, 0.f);
+    Tensor bias = RandomX(1, n);
+    Tensor full = backend_->NewTensor(DType::kF32, {t, n});
+    ops.QuantLinear(x, tiled, &bias, full);
+    EXPECT_TRUE(
+        BitwiseEqual(full.data<float>(), documented(awq, x, bias.data<float>()).data(), t * n));
+    EXPECT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n));
+    ExpectQuantLinearBatchInvariant(
+        *backend_,
+        [bf16_activations](int threads) {
+          return std::make_unique<FastCpuOps>(bf16_activations, threads);
+        },
+        tiled, x, &bias, full, "AWQ g128 on the panels");
+    if (HasFatalFailure()) return tiled;
+    std::vector<Weight> parts;
+    std::vector<Tensor> biases;
+    for (int64_t rows : {203, 37, 48}) {
+      parts.emplace_back(
+          PanelTiledCopy(*backend_, MakeQuant(*backend_, QuantType::kAwq4, rows, 256,
+                                              static_cast<uint32_t>(rows + seed), nullptr, 128)));
+      biases.push_back(RandomX(1, rows));
+    }
+    for (int64_t rows_x : {1, 5, 9}) {
+      Tensor xm = RandomX(rows_x, 256);
+      for (int threads : {1, 3}) {
+        FastCpuOps ops_n(bf16_activations, threads);
+        ExpectLinearManyMatchesSeparate(*backend_, ops_n, xm, parts, biases,
+                                        "threads " + std::to_string(threads));
+        if (HasFatalFailure()) return tiled;
+      }
+    }
+    return tiled;
   }
 
   const cpu::CpuFeatures& features_ = cpu::DetectCpuFeatures();
@@ -192,18 +247,7 @@ class W4A16Bf16PanelsTest : public W4A16PanelsTest {
     cpu::QuantLinearTask task;
     task.xs = xs.data();
     task.ldxs = k;
-    task.xsum = xsum.data();
-    task.ldxsum = k / 128;
-    task.w = &tiled;
-    task.bias = bias;
-    task.out = out.data();
-    task.ldo = n;
-    int64_t n0 = 0;
-    for (int64_t s : splits) {
-      cpu::avx512::QuantLinearW4A16Bf16Panels(task, 0, t, n0, s);
-      n0 = s;
-    }
-    cpu::avx512::QuantLinearW4A16Bf16Panels(task, 0, t, n0, n);
+    RunSplit(task, tiled, xsum, bias, t, splits, cpu::avx512::QuantLinearW4A16Bf16Panels, out);
     return out;
   }
 };
@@ -282,41 +326,9 @@ TEST_F(W4A16Bf16PanelsTest, PrepareXRoundsPairsAndSumsGroups) {
 // LinearMany of such parts is bitwise the separate calls; int8 activations still take the int8
 // kernel.
 TEST_F(W4A16Bf16PanelsTest, FastCpuOpsRunsAwqOnTheBf16Panels) {
-  FastCpuOps ops(/*bf16_activations=*/true, 2);
-  QuantTensor awq = MakeQuant(*backend_, QuantType::kAwq4, 77, 896, 5, nullptr, 128);
-  ASSERT_EQ(ops.QuantLayoutFor(awq), Layout::kDwordTiles);
-  QuantTensor tiled = PanelTiledCopy(*backend_, awq);
-  EXPECT_FALSE(ops.UsesInt8Activations(tiled));
-  const int64_t t = 19, n = awq.rows, k = awq.cols;
-  Tensor x = RandomX(t, k);
-  std::fill_n(x.data<float>() + 3 * k, k, 0.f);  // a zero row gives the bias exactly
-  Tensor bias = RandomX(1, n);
-  Tensor full = backend_->NewTensor(DType::kF32, {t, n});
-  ops.QuantLinear(x, tiled, &bias, full);
-  ASSERT_TRUE(
-      BitwiseEqual(full.data<float>(), Documented(awq, x, bias.data<float>()).data(), t * n));
-  ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n));
-  ExpectQuantLinearBatchInvariant(
-      *backend_, [](int threads) { return std::make_unique<FastCpuOps>(true, threads); }, tiled, x,
-      &bias, full, "AWQ g128 on the BF16 panels");
+  const QuantTensor tiled =
+      ExpectFastCpuOpsRunsAwqPanels(/*bf16_activations=*/true, &W4A16Bf16PanelsTest::Documented, 5);
   if (HasFatalFailure()) return;
-  std::vector<Weight> parts;
-  std::vector<Tensor> biases;
-  for (int64_t rows : {203, 37, 48}) {
-    parts.emplace_back(
-        PanelTiledCopy(*backend_, MakeQuant(*backend_, QuantType::kAwq4, rows, 256,
-                                            static_cast<uint32_t>(rows + 1), nullptr, 128)));
-    biases.push_back(RandomX(1, rows));
-  }
-  for (int64_t rows_x : {1, 5, 9}) {
-    Tensor xm = RandomX(rows_x, 256);
-    for (int threads : {1, 3}) {
-      FastCpuOps ops_n(true, threads);
-      ExpectLinearManyMatchesSeparate(*backend_, ops_n, xm, parts, biases,
-                                      "threads " + std::to_string(threads));
-      if (HasFatalFailure()) return;
-    }
-  }
   FastCpuOps int8(true, 2, /*int8_activations=*/true);
   EXPECT_TRUE(int8.UsesInt8Activations(tiled));
 }
@@ -393,48 +405,18 @@ TEST_F(W4A16PanelsTest, PrepareXPrescalesAndSumsGroups) {
 // sequence) for any rows of x per call and any threads, LinearMany of such parts is bitwise the
 // separate calls. Other group sizes and formats stay row-major.
 TEST_F(W4A16PanelsTest, FastCpuOpsPlacesAndRunsAwqOnThePanels) {
+  const QuantTensor tiled =
+      ExpectFastCpuOpsRunsAwqPanels(/*bf16_activations=*/false, &W4A16PanelsTest::Documented, 3);
+  if (HasFatalFailure()) return;
   FastCpuOps ops(false, 2);
-  QuantTensor awq = MakeQuant(*backend_, QuantType::kAwq4, 77, 896, 3, nullptr, 128);
-  ASSERT_EQ(ops.QuantLayoutFor(awq), Layout::kDwordTiles);
   EXPECT_EQ(ops.QuantLayoutFor(MakeQuant(*backend_, QuantType::kAwq4, 16, 256, 1, nullptr, 64)),
             Layout::kRowMajor);
   EXPECT_EQ(ops.QuantLayoutFor(MakeQuant(*backend_, QuantType::kQ4_0, 16, 256, 1, nullptr)),
             Layout::kRowMajor);
-  QuantTensor tiled = PanelTiledCopy(*backend_, awq);
-  EXPECT_FALSE(ops.UsesInt8Activations(tiled));
-  const int64_t t = 19, n = awq.rows, k = awq.cols;
-  Tensor x = RandomX(t, k);
-  std::fill_n(x.data<float>() + 3 * k, k, 0.f);  // a zero row gives the bias exactly
-  Tensor bias = RandomX(1, n);
-  Tensor full = backend_->NewTensor(DType::kF32, {t, n});
-  ops.QuantLinear(x, tiled, &bias, full);
-  ASSERT_TRUE(
-      BitwiseEqual(full.data<float>(), Documented(awq, x, bias.data<float>()).data(), t * n));
-  ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n));
-  ExpectQuantLinearBatchInvariant(
-      *backend_, [](int threads) { return std::make_unique<FastCpuOps>(false, threads); }, tiled, x,
-      &bias, full, "AWQ g128 on the panels");
-  if (HasFatalFailure()) return;
-  std::vector<Weight> parts;
-  std::vector<Tensor> biases;
-  for (int64_t rows : {203, 37, 48}) {
-    parts.emplace_back(
-        PanelTiledCopy(*backend_, MakeQuant(*backend_, QuantType::kAwq4, rows, 256,
-                                            static_cast<uint32_t>(rows), nullptr, 128)));
-    biases.push_back(RandomX(1, rows));
-  }
-  for (int64_t rows_x : {1, 5, 9}) {
-    Tensor xm = RandomX(rows_x, 256);
-    for (int threads : {1, 3}) {
-      FastCpuOps ops_n(false, threads);
-      ExpectLinearManyMatchesSeparate(*backend_, ops_n, xm, parts, biases,
-                                      "threads " + std::to_string(threads));
-      if (HasFatalFailure()) return;
-    }
-  }
   // With int8 activations the same weight goes to the int8 kernel's tiles and kernel.
   FastCpuOps int8(false, 2, /*int8_activations=*/true);
-  EXPECT_EQ(int8.QuantLayoutFor(awq), Layout::kDwordTiles);
+  EXPECT_EQ(int8.QuantLayoutFor(MakeQuant(*backend_, QuantType::kAwq4, 77, 896, 3, nullptr, 128)),
+            Layout::kDwordTiles);
   EXPECT_TRUE(int8.UsesInt8Activations(tiled));
 }
 

@@ -125,6 +125,46 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// A completion that ends inside a UTF-8 character keeps the held bytes as U+FFFD, as a decode of
+// all its ids gives them and as the logprobs' token strings show them (the server test compares
+// those); before, a length-capped completion dropped them. Byte-level BPE: "é" is byte 0xE9, the
+// lead byte of a 3-byte character, so every run of them stays incomplete. A stop string still
+// cuts the text before its match, held bytes and all.
+TEST(EngineTest, TextEndingInsideACharacterKeepsItsBytesAsReplacements) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  auto engine = MakeEngine(BaseConfig("tiny-qwen3"));
+  ASSERT_NE(engine, nullptr);
+  const Tokenizer& tok = engine->tokenizer();
+  const std::optional<int32_t> lead = tok.TokenToId("\xC3\xA9");  // "é": byte 0xE9
+  const std::optional<int32_t> word = tok.TokenToId("cat");
+  ASSERT_TRUE(lead.has_value() && word.has_value());
+  const std::string replacement = "\xEF\xBF\xBD";
+  for (int max_tokens : {1, 2}) {
+    SamplingParams p = Greedy(max_tokens);
+    p.logit_bias = {{*lead, 100.f}};
+    ASSERT_TRUE(engine->AddRequest("r", {{*word, *word}, p}).ok());
+    const Completed out = RunToCompletion(*engine)["r/0"];
+    ASSERT_EQ(out.token_ids, std::vector<int32_t>(max_tokens, *lead));
+    EXPECT_EQ(out.finish_reason, "length");
+    EXPECT_EQ(out.text, tok.Decode(out.token_ids, /*skip_special_tokens=*/true));
+    std::string want;
+    for (int i = 0; i < max_tokens; ++i) want += replacement;
+    EXPECT_EQ(out.text, want) << "max_tokens " << max_tokens;
+  }
+  // " é" (a space, then byte 0xE9) matches the stop string " " and leaves its 0xE9 held: the text
+  // ends before the match, with no U+FFFD after the cut.
+  const std::optional<int32_t> space_lead = tok.TokenToId("\xC4\xA0\xC3\xA9");  // "Ġé"
+  ASSERT_TRUE(space_lead.has_value());
+  SamplingParams p = Greedy(4);
+  p.logit_bias = {{*space_lead, 100.f}};
+  p.stop = {" "};
+  ASSERT_TRUE(engine->AddRequest("s", {{*word}, p}).ok());
+  const Completed stopped = RunToCompletion(*engine)["s/0"];
+  EXPECT_EQ(stopped.token_ids, std::vector<int32_t>{*space_lead});
+  EXPECT_EQ(stopped.finish_reason, "stop");
+  EXPECT_EQ(stopped.text, "");
+}
+
 // --kv-cache-dtype: a BF16 cache holds twice the blocks in the same memory; auto follows --dtype
 // (vLLM's auto is the compute dtype); --dtype bfloat16's BF16 weights leave more of a budget to it;
 // fp8 and unknown names are refused with a clear message.

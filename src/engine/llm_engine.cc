@@ -273,6 +273,12 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
       out.finished = true;
       out.finish_reason = ToString(u.finish);
       out.stop_reason = u.stop_reason;
+      // The last token may end inside a UTF-8 character: the decoder's held bytes go out as
+      // U+FFFD, as a full decode of the ids gives them (and as the logprobs' token strings show
+      // them) — unless a stop string cut the text there.
+      const bool cut_by_stop_string = u.finish == FinishReason::kStop && !u.stop_reason.empty() &&
+                                      !u.matched_stop_token.has_value();
+      if (!cut_by_stop_string) out.text += c.decoder.Flush();
     }
     out_index[s.request_id] = outputs.size();
     outputs.push_back(std::move(out));
@@ -286,6 +292,7 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
       if (!out.finished) {  // the scheduler ended it (max_tokens reached its cap first)
         out.finished = true;
         out.finish_reason = f.status == RequestStatus::kFinishedLength ? "length" : "stop";
+        out.text += it->second->decoder.Flush();
       }
       out.cached_tokens = std::max(f.num_cached_tokens, 0);
     }

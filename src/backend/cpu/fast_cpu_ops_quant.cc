@@ -45,8 +45,9 @@ bool FastCpuOps::W4A16Panels(const QuantTensor& w) const {
 
 bool FastCpuOps::W4A16Bf16(const QuantTensor& w) const {
   // Under --dtype bfloat16 on AVX512-BF16 CPUs: x rounded to BF16 as every other Linear of that
-  // path, two weights per vdpbf16ps (2-core Zen 4, kernel_bench from cache: T = 1 37 -> 52-54
-  // GB/s, T = 16 and 64 ~216 -> 360-408 GFLOP/s; docs/performance.md, session 25).
+  // path, two weights per vdpbf16ps (2-core Zen 4, kernel_bench: T = 1 from cache 37 -> 50-61
+  // GB/s, from DRAM 25 -> 33-36; T = 16 and 64 ~216 -> 360-408 GFLOP/s; docs/performance.md,
+  // session 25).
   // XINFER_W4A16_BF16=0 keeps the F32-activation kernel (A/B measurements).
   static const bool enabled = fast_cpu_ops_internal::EnvSwitchOn("XINFER_W4A16_BF16");
   return enabled && bf16_path_ == cpu::Bf16Path::kBf16Dot && W4A16Panels(w) &&

@@ -62,8 +62,11 @@ DType LinearDType(int64_t arg) {
   return arg == 0 ? DType::kF32 : arg == 1 ? DType::kBF16 : DType::kF16;
 }
 
-void SetLinearCounters(benchmark::State& state, const Tensor& w, int64_t t, int64_t n, int64_t k) {
-  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w.size_bytes()),
+// Bytes of the weight (dense or quantized) and multiply-adds of T rows of x per iteration, as
+// rates.
+void SetLinearCounters(benchmark::State& state, size_t weight_bytes, int64_t t, int64_t n,
+                       int64_t k) {
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(weight_bytes),
                                                     benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] =
       benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
@@ -81,7 +84,7 @@ void BM_Linear(benchmark::State& state) {
     ops.Linear(x, w, nullptr, y);
     benchmark::ClobberMemory();
   }
-  SetLinearCounters(state, w, t, n, k);
+  SetLinearCounters(state, w.size_bytes(), t, n, k);
 }
 
 // A Linear whose weight comes from DRAM as in a decode step, where every layer's weights are read
@@ -105,7 +108,7 @@ void BM_LinearFromDram(benchmark::State& state) {
     next = (next + 1) % ws.size();
     benchmark::ClobberMemory();
   }
-  SetLinearCounters(state, w0, t, n, k);
+  SetLinearCounters(state, w0.size_bytes(), t, n, k);
 }
 BENCHMARK(BM_LinearFromDram)
     ->ArgsProduct({{1, 16, 64}, {9728}, {896}, {1}, {0, 2}})
@@ -168,10 +171,7 @@ void BM_QuantLinear(benchmark::State& state) {
     ops.QuantLinear(x, w, nullptr, y);
     benchmark::ClobberMemory();
   }
-  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w.size_bytes()),
-                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  SetLinearCounters(state, w.size_bytes(), t, n, k);
 }
 
 void QuantLinearArgs(benchmark::internal::Benchmark* b) {
@@ -198,14 +198,15 @@ void BM_QuantLinearFromDram(benchmark::State& state) {
   const int64_t t = state.range(0), n = state.range(1), k = state.range(2);
   FastCpuOps ops(state.range(3) == 3, Threads(), state.range(3) == 2);
   Tensor x = Random(DType::kF32, {t, k});
-  QuantTensor w0 = MakeQuant(TheBackend(), QuantType::kAwq4, n, k, 2, nullptr, 128);
-  if (ops.QuantLayoutFor(w0) != Layout::kRowMajor) w0 = PanelTiledCopy(TheBackend(), w0);
+  // Each copy its own bytes, placed in the layout the path's kernel reads.
+  auto placed_copy = [&] {
+    QuantTensor w = MakeQuant(TheBackend(), QuantType::kAwq4, n, k, 2, nullptr, 128);
+    return ops.QuantLayoutFor(w) != Layout::kRowMajor ? PanelTiledCopy(TheBackend(), w) : w;
+  };
+  std::vector<QuantTensor> ws = {placed_copy()};
   const int64_t copies =
-      std::max<int64_t>(2, (int64_t{96} << 20) / static_cast<int64_t>(w0.size_bytes()) + 1);
-  std::vector<QuantTensor> ws(copies, w0);
-  for (QuantTensor& w : ws)  // each copy its own bytes
-    w = PanelTiledCopy(TheBackend(),
-                       MakeQuant(TheBackend(), QuantType::kAwq4, n, k, 2, nullptr, 128));
+      std::max<int64_t>(2, (int64_t{96} << 20) / static_cast<int64_t>(ws[0].size_bytes()) + 1);
+  while (static_cast<int64_t>(ws.size()) < copies) ws.push_back(placed_copy());
   Tensor y = TheBackend().NewTensor(DType::kF32, {t, n});
   size_t next = 0;
   for (auto _ : state) {
@@ -213,10 +214,7 @@ void BM_QuantLinearFromDram(benchmark::State& state) {
     next = (next + 1) % ws.size();
     benchmark::ClobberMemory();
   }
-  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(w0.size_bytes()),
-                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * t * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  SetLinearCounters(state, ws[0].size_bytes(), t, n, k);
 }
 BENCHMARK(BM_QuantLinearFromDram)
     ->ArgsProduct({{1, 16}, {9728}, {896}, {0, 2, 3}})

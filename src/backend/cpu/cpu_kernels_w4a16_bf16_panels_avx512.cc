@@ -103,8 +103,8 @@ inline __m512 ZeroTerm(__m512 z) {
 
 // out = 16 acc + bias (16 acc is exact).
 template <int MR>
-inline void Store(const QuantTensor&, const QuantLinearTask& t, int64_t r0, int64_t j,
-                  __m512 (&acc)[MR], __mmask16 mask) {
+inline void Store(const QuantLinearTask& t, int64_t r0, int64_t j, __m512 (&acc)[MR],
+                  __mmask16 mask) {
   __m512 scaled[MR][1];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) scaled[i][0] = _mm512_mul_ps(acc[i], _mm512_set1_ps(16.f));
@@ -151,7 +151,7 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j, __mmask16 mask) 
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) acc[i] = GroupEpilogue(acc[i], a[i], s, zz, xsum[i][g]);
   }
-  Store<MR>(w, t, r0, j, acc, mask);
+  Store<MR>(t, r0, j, acc, mask);
 }
 
 // How far ahead of its stream the one-row tile prefetches, into L2: the F32-activation W4A16
@@ -187,7 +187,7 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j) {
     const __m512 zz = ZeroTerm(_mm512_loadu_ps(tile.z + g * kTileRows));
     acc[0] = GroupEpilogue(acc[0], a[0], s, zz, xsum[g]);
   }
-  Store<1>(w, t, r0, j, acc, 0xFFFF);
+  Store<1>(t, r0, j, acc, 0xFFFF);
 }
 
 using PanelTileFn = void (*)(const QuantLinearTask&, int64_t, int64_t, __mmask16);
@@ -230,13 +230,9 @@ void W4A16Bf16PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, uin
         lanes = _mm512_add_ps(
             lanes, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(words), 16)));
       }
-      // Lanes l and l + 8, then l and l + 4, l + 2, l + 1 (W4A16PanelsTest spells it out).
-      const __m256 s8 =
-          _mm256_add_ps(_mm512_castps512_ps256(lanes),
-                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lanes), 1)));
-      const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-      const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-      xsum[r * ldxsum + g] = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+      // _mm512_reduce_add_ps' tree: lanes l and l + 8, then l + 4, l + 2, l + 1
+      // (W4A16PanelsTest spells it out).
+      xsum[r * ldxsum + g] = _mm512_reduce_add_ps(lanes);
     }
   }
 }

@@ -56,6 +56,7 @@ bool FastCpuOps::W4A16Bf16(const QuantTensor& w) const {
 
 void FastCpuOps::RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
                                 int64_t n1) const {
+  // PrepareW4A16X gave BF16 x (task.xs) exactly when W4A16Bf16 holds.
   if (task.xs != nullptr) return cpu::avx512::QuantLinearW4A16Bf16Panels(task, 0, t_rows, n0, n1);
   if (features_.avx512) return cpu::avx512::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
   cpu::avx2::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);

@@ -99,7 +99,7 @@ class W4A16PanelsTest : public ::testing::Test {
   }
   // `kernel` on task (x set) with w, xsum, bias and out, over the column ranges cut at `splits`.
   static void RunSplit(cpu::QuantLinearTask& task, const QuantTensor& tiled,
-                       std::vector<float>& xsum, const float* bias, int64_t t,
+                       const std::vector<float>& xsum, const float* bias, int64_t t,
                        const std::vector<int64_t>& splits, KernelFn kernel,
                        std::vector<float>& out) {
     task.xsum = xsum.data();

@@ -72,6 +72,54 @@ TEST(ConvertDenseWeightsToBf16Test, RoundsToNearestEvenAndLeavesTheRestAlone) {
   EXPECT_EQ(ConvertDenseWeightsToBf16(w, *backend), 0u);
 }
 
+// Norm weights and biases become F32 at load whatever the checkpoint stored (the kernels read them
+// as F32; converting them per call cost ~4 us per AWQ q/k/v projection): exact values, F32 ones
+// and the projections untouched, absent ones still absent.
+TEST(WidenVectorsToF32Test, NormsAndBiasesBecomeExactF32Copies) {
+  const std::vector<float> values = {1.0f + 1.0f / 1024, -2.5f, 6.1e-5f, 65504.0f, -0.0f, 0.3f};
+  Tensor f16 = NewHostTensor(DType::kF16, {6});
+  Tensor bf16 = NewHostTensor(DType::kBF16, {6});
+  for (int i = 0; i < 6; ++i) {
+    f16.data<uint16_t>()[i] = F32ToF16(values[i]);
+    bf16.data<uint16_t>()[i] = F32ToBf16(values[i]);
+  }
+  Tensor f32 = F32Tensor({6}, values);
+  Tensor q = NewHostTensor(DType::kBF16, {6, 4});
+
+  DecoderWeights w;
+  w.final_norm = bf16;
+  w.layers.resize(2);
+  w.layers[0].input_norm = bf16;
+  w.layers[0].q_bias = f16;
+  w.layers[0].k_bias = f16;
+  w.layers[0].post_attention_norm = f32;
+  w.layers[0].q_proj = Weight(q);
+  w.layers[1].v_bias = f16;
+  w.layers[1].q_norm = bf16;
+
+  EXPECT_EQ(WidenVectorsToF32(w), 6u * 6u);
+  auto expect_f32 = [&](const Tensor& t, bool from_f16, const char* what) {
+    ASSERT_EQ(t.dtype(), DType::kF32) << what;
+    ASSERT_EQ(t.shape(), (Shape{6})) << what;
+    for (int i = 0; i < 6; ++i) {
+      const float want = from_f16 ? F16ToF32(F32ToF16(values[i])) : Bf16ToF32(F32ToBf16(values[i]));
+      EXPECT_EQ(std::memcmp(&t.data<float>()[i], &want, 4), 0) << what << " " << i;
+    }
+  };
+  expect_f32(w.final_norm, false, "final_norm");
+  expect_f32(w.layers[0].input_norm, false, "input_norm");
+  expect_f32(w.layers[0].q_bias, true, "q_bias");
+  expect_f32(w.layers[0].k_bias, true, "k_bias");
+  expect_f32(w.layers[1].v_bias, true, "v_bias");
+  expect_f32(w.layers[1].q_norm, false, "q_norm");
+  EXPECT_EQ(w.layers[0].post_attention_norm.raw(), f32.raw()) << "an F32 tensor was copied";
+  EXPECT_EQ(w.layers[0].q_proj.dense().raw(), q.raw()) << "a projection was touched";
+  EXPECT_EQ(w.layers[0].q_proj.dense().dtype(), DType::kBF16);
+  EXPECT_TRUE(w.layers[0].o_bias.empty());
+  EXPECT_TRUE(w.layers[1].input_norm.empty());
+  EXPECT_EQ(WidenVectorsToF32(w), 0u);  // nothing left
+}
+
 // Large enough that the conversion is split into chunks over the host threads.
 TEST(ConvertDenseWeightsToBf16Test, ChunkedConversionCoversEveryElement) {
   auto backend = CreateCpuBackend();

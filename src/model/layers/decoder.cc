@@ -195,6 +195,7 @@ std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
       XI_LOG_INFO("--dtype bfloat16: {:.1f} MB of F16/F32 weights converted to BF16",
                   converted / 1e6);
   }
+  WidenVectorsToF32(weights);
   PlaceDecoderWeights(weights, backend);
   return std::make_unique<DecoderLM>(std::move(config), spec, std::move(weights), backend);
 }

@@ -53,6 +53,12 @@ StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const Mode
 // converted from (0 when nothing was F16 or F32).
 size_t ConvertDenseWeightsToBf16(DecoderWeights& w, Backend& backend);
 
+// Replaces the F16 / BF16 norm weights and biases of `w` by F32 copies (exact). Every kernel reads
+// them as F32; converted per call instead, they cost a scalar conversion of ~3K elements per
+// layer and step (~4 us of each AWQ q/k/v projection's ~25 at one sequence on a 2-core Zen 4,
+// docs/performance.md, session 26). Returns the elements widened.
+size_t WidenVectorsToF32(DecoderWeights& w);
+
 // Hands every weight tensor to `backend.PlaceWeights` once (backend.h) and rebinds `w` to the
 // placed copies; tied tensors stay tied.
 void PlaceDecoderWeights(DecoderWeights& w, Backend& backend);

@@ -114,6 +114,27 @@ int64_t DecoderParameterCount(const DecoderWeights& w) {
   return n;
 }
 
+size_t WidenVectorsToF32(DecoderWeights& w) {
+  size_t widened = 0;
+  auto widen = [&](Tensor& t) {
+    if (t.empty() || t.dtype() == DType::kF32) return;
+    XI_CHECK(t.dtype() == DType::kF16 || t.dtype() == DType::kBF16);
+    Tensor f32 = NewHostTensor(DType::kF32, t.shape());
+    const uint16_t* src = t.data<uint16_t>();
+    float* dst = f32.data<float>();
+    const bool f16 = t.dtype() == DType::kF16;
+    for (int64_t i = 0; i < t.numel(); ++i) dst[i] = f16 ? F16ToF32(src[i]) : Bf16ToF32(src[i]);
+    widened += static_cast<size_t>(t.numel());
+    t = std::move(f32);
+  };
+  widen(w.final_norm);
+  for (auto& l : w.layers)
+    for (Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
+                      &l.o_bias, &l.q_norm, &l.k_norm})
+      widen(*t);
+  return widened;
+}
+
 size_t ConvertDenseWeightsToBf16(DecoderWeights& w, Backend& backend) {
   // Tensors by their bytes, so a tied lm_head is converted once and stays tied to the table.
   std::map<std::pair<const void*, size_t>, Tensor> converted;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_limits.h"
 #include "backend/cpu/fast_cpu_ops.h"
 #include "backend/cpu/quant_test_util.h"
 
@@ -182,6 +183,8 @@ void QuantLinearArgs(benchmark::internal::Benchmark* b) {
         b->Args({t, 4864, 896, type, path});  // gate/up
         b->Args({t, 896, 4864, type, path});  // down
       }
+      b->Args({1, 1152, 896, type, path});    // q/k/v
+      b->Args({1, 896, 896, type, path});     // o_proj
       b->Args({1, 151936, 896, type, path});  // lm_head (streams from DRAM)
     }
   }
@@ -219,8 +222,23 @@ void BM_QuantLinearFromDram(benchmark::State& state) {
 BENCHMARK(BM_QuantLinearFromDram)
     ->ArgsProduct({{1, 16}, {9728}, {896}, {0, 2, 3}})
     ->ArgsProduct({{1}, {896}, {4864}, {0, 2, 3}})
+    ->ArgsProduct({{1}, {1152}, {896}, {2, 3}})  // q/k/v
     ->ArgNames({"T", "N", "K", "path"})
     ->UseRealTime();
+
+// The plain read the decode roofline is measured with (BandwidthProbe: every thread sums its share
+// of a huge-page buffer), over 128 MiB per pass: run it beside the FromDram benches with
+// --benchmark_enable_random_interleaving so that each kernel's rate has the read of its minutes
+// to compare with (the host's bandwidth moves by 2x from one minute to the next).
+void BM_ReadFromDram(benchmark::State& state) {
+  constexpr size_t kBytes = size_t{128} << 20;
+  BandwidthProbe probe(Threads(), kBytes);
+  for (auto _ : state)
+    state.SetIterationTime(static_cast<double>(kBytes) / (probe.Measure(1) * 1e9));
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(kBytes),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ReadFromDram)->UseManualTime();
 
 // Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.
 // `cold` 1: one cache (huge pages, as the engine's) holding enough layers' keys to fill 64 MiB,

@@ -63,7 +63,8 @@ TEST(PerfModelTest, RooflinesUseThePeakAsked) {
 }
 
 // `--dtype bfloat16` holds dense F16 / F32 matrices (and the embedding table, a tied lm_head) as
-// BF16: 2 bytes per element in what is held and what decode reads; norms stay as stored.
+// BF16: 2 bytes per element in what is held and what decode reads. Norm weights and biases are
+// held in F32 either way (WidenVectorsToF32): 4 bytes per element, whatever the file stores.
 TEST(PerfModelTest, Bf16WeightsCountTwoBytesPerConvertedElement) {
   const std::string dir = ::testing::TempDir() + "/perf_model_bf16";
   std::filesystem::remove_all(dir);
@@ -72,7 +73,9 @@ TEST(PerfModelTest, Bf16WeightsCountTwoBytesPerConvertedElement) {
       {"model.embed_tokens.weight", DType::kF32, {16, 8}},
       {"model.layers.0.self_attn.q_proj.weight", DType::kF16, {8, 8}},
       {"model.layers.0.mlp.down_proj.weight", DType::kF32, {8, 8}},
-      {"model.norm.weight", DType::kF32, {8}}};
+      {"model.norm.weight", DType::kF32, {8}},
+      {"model.layers.0.input_layernorm.weight", DType::kBF16, {8}},
+      {"model.layers.0.self_attn.q_proj.bias", DType::kF16, {8}}};
   ASSERT_TRUE(WriteSafetensors(
                   dir, specs,
                   [](const TensorSpec& spec, int64_t, int64_t count, uint8_t* out) {
@@ -86,8 +89,8 @@ TEST(PerfModelTest, Bf16WeightsCountTwoBytesPerConvertedElement) {
   auto stored = ComputeModelCost(dir);
   auto held = ComputeModelCost(dir, DType::kF32, /*bf16_weights=*/true);
   ASSERT_TRUE(stored.ok() && held.ok()) << stored.status().ToString();
-  EXPECT_EQ(stored->weight_bytes, 512u + 128u + 256u + 32u);
-  EXPECT_EQ(held->weight_bytes, 256u + 128u + 128u + 32u);
+  EXPECT_EQ(stored->weight_bytes, 512u + 128u + 256u + 3 * 32u);
+  EXPECT_EQ(held->weight_bytes, 256u + 128u + 128u + 3 * 32u);
   // Tied: the table is read as the lm_head.
   EXPECT_EQ(stored->decode_read_bytes, stored->weight_bytes);
   EXPECT_EQ(held->decode_read_bytes, held->weight_bytes);

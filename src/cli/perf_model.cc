@@ -17,9 +17,11 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Bytes a dense matrix of `elements` stored as `bytes` is held in: 2 per element when the loader
-// converts F16 / F32 ones to BF16.
-size_t HeldBytes(size_t bytes, int64_t elements, bool converted) {
+// Bytes a tensor of `elements` stored as `bytes` is held in: 2 per element for a dense matrix the
+// loader converts from F16 / F32 to BF16, 4 for a vector (norm weights and biases: F32 from load,
+// WidenVectorsToF32), else as stored.
+size_t HeldBytes(size_t bytes, int64_t elements, bool converted, bool vector) {
+  if (vector) return static_cast<size_t>(elements) * 4;
   return converted ? static_cast<size_t>(elements) * 2 : bytes;
 }
 
@@ -57,7 +59,7 @@ StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype, bool 
         t.name.rfind("blk.", 0) == 0 && EndsWith(t.name, ".weight") && t.shape.size() == 2;
     const bool converted = bf16_weights && (t.type == ggml::kF16 || t.type == ggml::kF32) &&
                            (matrix || t.name == "output.weight" || t.name == "token_embd.weight");
-    const size_t bytes = HeldBytes(t.size, t.num_elements, converted);
+    const size_t bytes = HeldBytes(t.size, t.num_elements, converted, t.shape.size() == 1);
     cost.weight_bytes += bytes;
     if (matrix) {
       cost.linear_flops += 2.0 * static_cast<double>(t.num_elements);
@@ -105,7 +107,8 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
                               name == "model.embed_tokens.weight";
     const bool converted =
         bf16_weights && dense_matrix && (info->dtype == DType::kF16 || info->dtype == DType::kF32);
-    const size_t bytes = HeldBytes(info->size, NumElements(info->shape), converted);
+    const size_t bytes =
+        HeldBytes(info->size, NumElements(info->shape), converted, info->shape.size() == 1);
     cost.weight_bytes += bytes;
     if (EndsWith(name, "_proj.weight")) {
       cost.linear_flops += 2.0 * static_cast<double>(NumElements(info->shape));
@@ -129,7 +132,7 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
     } else if (name == "model.embed_tokens.weight") {
       embed_bytes = bytes;
     } else {
-      cost.decode_read_bytes += info->size;  // norms and biases
+      cost.decode_read_bytes += bytes;  // norms and biases
     }
   }
   if (!has_lm_head) cost.decode_read_bytes += embed_bytes;  // tied: the table is the lm_head

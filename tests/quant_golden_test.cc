@@ -246,9 +246,7 @@ TEST_P(GgufDequantizedTest, QuantizedKernelsMatchDequantizedF32) {
   for (Weight* w : {&dense.embed_tokens, &dense.lm_head})
     quantized += w->quantized(), *w = DequantizedCopy(*w);
   for (auto& l : dense.layers)
-    for (Weight* w :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      quantized += w->quantized(), *w = DequantizedCopy(*w);
+    for (Weight* w : l.projections()) quantized += w->quantized(), *w = DequantizedCopy(*w);
   EXPECT_GT(quantized, 0);
 
   auto backend = CreateCpuBackend();

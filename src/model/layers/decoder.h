@@ -4,6 +4,7 @@
 // holds the one forward pass.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,6 +28,23 @@ struct DecoderLayerWeights {
   Tensor q_bias, k_bias, v_bias, o_bias;  // empty when absent
   Tensor q_norm, k_norm;                  // empty when absent
   Weight gate_proj, up_proj, down_proj;
+
+  // The seven projections, and the vectors (norm weights and biases, some empty), in one place
+  // for the passes that visit every weight.
+  std::array<Weight*, 7> projections() {
+    return {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj};
+  }
+  std::array<const Weight*, 7> projections() const {
+    return {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj};
+  }
+  std::array<Tensor*, 8> vectors() {
+    return {&input_norm, &post_attention_norm, &q_bias, &k_bias, &v_bias, &o_bias, &q_norm,
+            &k_norm};
+  }
+  std::array<const Tensor*, 8> vectors() const {
+    return {&input_norm, &post_attention_norm, &q_bias, &k_bias, &v_bias, &o_bias, &q_norm,
+            &k_norm};
+  }
 };
 
 struct DecoderWeights {

@@ -71,12 +71,8 @@ void ForEachWeightTensor(DecoderWeights& w, F&& f) {
   weight(w.lm_head, /*linear=*/true);
   tensor(w.final_norm);
   for (auto& l : w.layers) {
-    for (Weight* p :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      weight(*p, /*linear=*/true);
-    for (Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
-                      &l.o_bias, &l.q_norm, &l.k_norm})
-      tensor(*t);
+    for (Weight* p : l.projections()) weight(*p, /*linear=*/true);
+    for (Tensor* t : l.vectors()) tensor(*t);
   }
 }
 
@@ -89,12 +85,8 @@ size_t DecoderWeightBytes(const DecoderWeights& w) {
   size_t bytes = w.embed_tokens.size_bytes() + TensorBytes(w.final_norm);
   if (!w.lm_head.SameStorage(w.embed_tokens)) bytes += w.lm_head.size_bytes();
   for (const auto& l : w.layers) {
-    for (const Weight* p :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      bytes += p->size_bytes();
-    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
-                            &l.o_bias, &l.q_norm, &l.k_norm})
-      bytes += TensorBytes(*t);
+    for (const Weight* p : l.projections()) bytes += p->size_bytes();
+    for (const Tensor* t : l.vectors()) bytes += TensorBytes(*t);
   }
   return bytes;
 }
@@ -104,12 +96,8 @@ int64_t DecoderParameterCount(const DecoderWeights& w) {
   int64_t n = weight_params(w.embed_tokens) + TensorParams(w.final_norm);
   if (!w.lm_head.SameStorage(w.embed_tokens)) n += weight_params(w.lm_head);
   for (const auto& l : w.layers) {
-    for (const Weight* p :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      n += weight_params(*p);
-    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
-                            &l.o_bias, &l.q_norm, &l.k_norm})
-      n += TensorParams(*t);
+    for (const Weight* p : l.projections()) n += weight_params(*p);
+    for (const Tensor* t : l.vectors()) n += TensorParams(*t);
   }
   return n;
 }
@@ -129,9 +117,7 @@ size_t WidenVectorsToF32(DecoderWeights& w) {
   };
   widen(w.final_norm);
   for (auto& l : w.layers)
-    for (Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q_bias, &l.k_bias, &l.v_bias,
-                      &l.o_bias, &l.q_norm, &l.k_norm})
-      widen(*t);
+    for (Tensor* t : l.vectors()) widen(*t);
   return widened;
 }
 
@@ -165,9 +151,7 @@ size_t ConvertDenseWeightsToBf16(DecoderWeights& w, Backend& backend) {
   convert(w.embed_tokens);
   convert(w.lm_head);
   for (auto& l : w.layers)
-    for (Weight* p :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      convert(*p);
+    for (Weight* p : l.projections()) convert(*p);
   return from_bytes;
 }
 

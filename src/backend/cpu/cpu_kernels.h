@@ -372,8 +372,12 @@ bool Int8DotSupports(const QuantTensor& w, const CpuFeatures& features);
 // How Int8PrepareX lays out x: kRowKernel for QuantLinearInt8's row-major GGUF weights (element
 // order; xd per block of 32: d and d x the block's int8 sum), kQ4_0Panels / kAwqPanels for
 // QuantLinearInt8Panels (xd: d and the plain int8 sum; AWQ: each 8-element chunk stored as its
-// even elements, then its odd ones). ldxd >= k / 16.
+// even elements, then its odd ones, and after the k / 32 block pairs one term per group of 128,
+// int8_panels::AwqGroupXTerm). ldxd >= Int8AuxPerRow(layout, k).
 enum class Int8XLayout { kRowKernel, kQ4_0Panels, kAwqPanels };
+inline int64_t Int8AuxPerRow(Int8XLayout layout, int64_t k) {
+  return k / 16 + (layout == Int8XLayout::kAwqPanels ? k / 128 : 0);
+}
 void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* xq, int64_t ldxq,
                   float* xd, int64_t ldxd, Int8XLayout layout = Int8XLayout::kRowKernel);
 // Row-major GGUF weights; weights in Int8PanelsLayout go to QuantLinearInt8Panels.

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/int8_panels_layout.h"
 #include "tensor/quant_blocks.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -286,6 +287,11 @@ void Int8PrepareX(const float* x, int64_t rows, int64_t ldx, int64_t k, int8_t* 
       xd[r * ldxd + 2 * b] = d;
       const float sum = static_cast<float>(_mm_cvtsi128_si32(s4));
       xd[r * ldxd + 2 * b + 1] = layout == Int8XLayout::kRowKernel ? d * sum : sum;
+    }
+    if (awq_order) {
+      float* aux = xd + r * ldxd;
+      for (int64_t g = 0; g < k / int8_panels::kGroup; ++g)
+        aux[int8_panels::AwqGroupXTermAt(k) + g] = int8_panels::AwqGroupXTerm(aux, g);
     }
   }
 }

@@ -24,11 +24,18 @@
 //   Q4_0 (kQ4_0Panels): dword c (0..3) of a block holds its bytes 4c..4c+3, elements 4c..4c+3 low
 //     and 16 + 4c.. high; x in element order: low nibbles meet x bytes 4c.., high 16 + 4c...
 //
-// Per output element and block b: isum_b = the exact integer dot of the codes with x, dot =
-// float(isum_b) - offset x (the block's int8 sum) — exact, both are integers below 2^17, so the
-// offset costs no precision however large x's sum — and acc = fma(dot, s x d_b, acc), s the
-// weight's scale for the block (AWQ: its group's); out = acc + bias. That sequence depends on K
-// only, not on the tile, the rows of x in the call or the threads (batch invariance).
+// Per output element and block b: isum_b = the exact integer dot of the codes with x. Q4_0
+// (a scale per block): dot = float(isum_b) - 8 x (the block's int8 sum) — exact, both are
+// integers below 2^17 — and acc = fma(dot, s x d_b, acc). AWQ (a scale s and a zero point z per
+// group of 4 blocks): per block gsum = fma(float(isum_b), d_b, gsum) from 0, per group
+// acc = fma(s, fnmadd(z, X_g, gsum), acc), X_g = sum of d_b x (block b's int8 sum) as
+// int8_panels::AwqGroupXTerm rounds it, computed once per call by Int8PrepareX. Per block and
+// row of x that is one FMA on the multiply ports instead of three (the zero point, s x d_b and
+// the FMA) beside the vpdpbusd's / vpmaddubsw's: on a 2-core Zen 4 the AVX-512 tile at 16-64
+// rows of x +10-30 % (docs/performance.md, session 27). Its rounding is relative to x q and
+// z x rather than to their difference (AWQ codes carry no sign), ~2^-24 of those terms: far
+// below x's int8 rounding. out = acc + bias. Those sequences depend on K only, not on the tile,
+// the rows of x in the call or the threads (batch invariance).
 #if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
 
 #include <immintrin.h>
@@ -53,6 +60,7 @@ namespace {
 
 using int8_panels::Half;
 using int8_panels::HalfOf;
+using int8_panels::kGroupBlocks;
 using int8_panels::kTileRows;
 
 inline __m256i Broadcast4(const int8_t* p) {
@@ -64,6 +72,7 @@ inline __m256i Broadcast4(const int8_t* p) {
 // Block kb's codes, scales and offset for one half-panel (int8_panels_layout.h, the half's 8
 // lanes of the tile's 16), and x's byte offsets for the nibbles of dword c.
 struct AwqPanels : int8_panels::AwqX {
+  static constexpr bool kPerGroup = true;  // one scale and zero point per 4 blocks
   using At = int8_panels::AwqBlock;
   static At Block(const QuantTensor&, const Half& half, int64_t kb) {
     At at = int8_panels::AwqBlockOf(half.tile, kb);
@@ -80,7 +89,8 @@ struct AwqPanels : int8_panels::AwqX {
 };
 
 struct Q4_0Panels : int8_panels::Q4_0X {
-  using At = int8_panels::Q4_0Block;  // scale: 8 F16
+  static constexpr bool kPerGroup = false;  // a scale per block
+  using At = int8_panels::Q4_0Block;        // scale: 8 F16
   static At Block(const QuantTensor&, const Half& half, int64_t kb) {
     At at = int8_panels::Q4_0BlockOf(half.tile, kb);
     return {at.units + half.part * 32, at.scale + half.part * 16};
@@ -100,6 +110,43 @@ struct Q4_0Panels : int8_panels::Q4_0X {
     return _mm256_set1_ps(8.f);
   }
 };
+
+// The exact integer sums of block kb of NH half-panels (`at`) with MR rows of x: isum[i][h] for
+// row i of x and half h, one lane per weight row (int32, from the 16-bit pair sums).
+template <class F, int MR, int NH, bool kFull>
+inline void BlockSums(const typename F::At (&at)[NH], const int8_t* const (&xq)[MR], int64_t kb,
+                      int64_t unit_bytes, __m256i mask, __m256i (&isum)[MR][NH]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; ++h) isum[i][h] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; ++h) {
+      const auto* unit = reinterpret_cast<const int*>(at[h].units + c * unit_bytes);
+      const __m256i v = kFull ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit))
+                              : _mm256_maskload_epi32(unit, mask);
+      const __m256i lo = _mm256_and_si256(v, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const int8_t* xb = xq[i] + 32 * kb;
+        isum[i][h] = _mm256_add_epi16(
+            isum[i][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, Broadcast4(xb + F::kLow(c))),
+                                         _mm256_maddubs_epi16(hi, Broadcast4(xb + F::kHigh(c)))));
+        // Keeps GCC from reassociating the 16-bit sums into a tree of pending products,
+        // which spilled most of them (the sums are exact in any order).
+        __asm__("" : "+x"(isum[i][h]));
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; ++h) isum[i][h] = _mm256_madd_epi16(isum[i][h], ones);
+}
 
 // MR rows of x (r0..) times NH half-panels (h0..) of format F. kFull: the halves lie in whole
 // 16-row tiles; otherwise one half of the weight's short last tile, masked to its rows.
@@ -124,51 +171,63 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t h0) {
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) acc[i][h] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   const int8_panels::NextRowsPrefetch prefetch(
       w, static_cast<const uint8_t*>(w.data.raw()) + (h0 + NH) * 8 * w.row_bytes(), NH * 8);
-  for (int64_t kb = 0; kb < blocks; ++kb) {
-    prefetch.Block(kb);
-    typename F::At at[NH];
+  typename F::At at[NH];
+  __m256i isum[MR][NH];
+  if constexpr (F::kPerGroup) {
+    // AWQ: per block gsum += d_b float(isum_b), per group acc += s (gsum - z X_g) (the file
+    // comment).
+    for (int64_t g = 0; g < blocks / kGroupBlocks; ++g) {
+      __m256 gsum[MR][NH];
 #pragma GCC unroll 4
-    for (int h = 0; h < NH; ++h) at[h] = F::Block(w, half[h], kb);
-    __m256i isum[MR][NH];
+      for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i)
+        for (int h = 0; h < NH; ++h) gsum[i][h] = _mm256_setzero_ps();
 #pragma GCC unroll 4
-      for (int h = 0; h < NH; ++h) isum[i][h] = _mm256_setzero_si256();
+      for (int64_t b = 0; b < kGroupBlocks; ++b) {
+        const int64_t kb = g * kGroupBlocks + b;
+        prefetch.Block(kb);
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 4
-      for (int h = 0; h < NH; ++h) {
-        const auto* unit = reinterpret_cast<const int*>(at[h].units + c * unit_bytes);
-        const __m256i v = kFull ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit))
-                                : _mm256_maskload_epi32(unit, mask);
-        const __m256i lo = _mm256_and_si256(v, low4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        for (int h = 0; h < NH; ++h) at[h] = F::Block(w, half[h], kb);
+        BlockSums<F, MR, NH, kFull>(at, xq, kb, unit_bytes, mask, isum);
 #pragma GCC unroll 4
         for (int i = 0; i < MR; ++i) {
-          const int8_t* xb = xq[i] + 32 * kb;
-          isum[i][h] = _mm256_add_epi16(
-              isum[i][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, Broadcast4(xb + F::kLow(c))),
-                                           _mm256_maddubs_epi16(hi, Broadcast4(xb + F::kHigh(c)))));
-          // Keeps GCC from reassociating the 16-bit sums into a tree of pending products,
-          // which spilled most of them (the sums are exact in any order).
-          __asm__("" : "+x"(isum[i][h]));
+          const __m256 d = _mm256_set1_ps(aux[i][2 * kb]);
+#pragma GCC unroll 4
+          for (int h = 0; h < NH; ++h)
+            gsum[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][h]), d, gsum[i][h]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int h = 0; h < NH; ++h) {
+        const __m256 s = F::template Scale<kFull>(at[h], mask);
+        const __m256 z = F::template Offset<kFull>(at[h], mask);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const __m256 zx = _mm256_set1_ps(aux[i][int8_panels::AwqGroupXTermAt(w.cols) + g]);
+          acc[i][h] = _mm256_fmadd_ps(s, _mm256_fnmadd_ps(z, zx, gsum[i][h]), acc[i][h]);
         }
       }
     }
+  } else {
+    for (int64_t kb = 0; kb < blocks; ++kb) {
+      prefetch.Block(kb);
 #pragma GCC unroll 4
-    for (int h = 0; h < NH; ++h) {
-      const __m256 s = F::template Scale<kFull>(at[h], mask);
-      const __m256 offset = F::template Offset<kFull>(at[h], mask);
+      for (int h = 0; h < NH; ++h) at[h] = F::Block(w, half[h], kb);
+      BlockSums<F, MR, NH, kFull>(at, xq, kb, unit_bytes, mask, isum);
 #pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) {
-        const float* a = aux[i] + 2 * kb;  // the block's d and int8 sum
-        // isum - offset x sum: integers below 2^17, exact in F32.
-        const __m256 dot = _mm256_fnmadd_ps(
-            offset, _mm256_set1_ps(a[1]), _mm256_cvtepi32_ps(_mm256_madd_epi16(isum[i][h], ones)));
-        acc[i][h] = _mm256_fmadd_ps(dot, _mm256_mul_ps(s, _mm256_set1_ps(a[0])), acc[i][h]);
+      for (int h = 0; h < NH; ++h) {
+        const __m256 s = F::template Scale<kFull>(at[h], mask);
+        const __m256 offset = F::template Offset<kFull>(at[h], mask);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const float* a = aux[i] + 2 * kb;  // the block's d and int8 sum
+          // isum - offset x sum: integers below 2^17, exact in F32.
+          const __m256 dot =
+              _mm256_fnmadd_ps(offset, _mm256_set1_ps(a[1]), _mm256_cvtepi32_ps(isum[i][h]));
+          acc[i][h] = _mm256_fmadd_ps(dot, _mm256_mul_ps(s, _mm256_set1_ps(a[0])), acc[i][h]);
+        }
       }
     }
   }

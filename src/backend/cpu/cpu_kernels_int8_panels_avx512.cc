@@ -12,10 +12,11 @@
 // byte than the F16 lm_head. Here a block of 32 weights of 16 rows costs 4 loads, 12 integer ops
 // and, per row of x, 8 vpdpbusd with 8 x broadcasts and one F32 epilogue for all 16 rows.
 //
-// Per output element and block b (as the AVX2 kernel): isum_b = the exact integer dot of the
-// codes with x, dot = float(isum_b) - offset x (the block's int8 sum) (exact: integers below
-// 2^17), acc = fma(dot, s x d_b, acc) with s the weight's scale for the block, d_b x's;
-// out = acc + bias (0 without one). Depends on K only (batch invariance).
+// Per output element (as the AVX2 kernel, which gives the sequences in full): isum_b = the
+// exact integer dot of block b's codes with x; Q4_0 applies its scale and offset per block, AWQ
+// per group of 4 blocks (gsum = fma(float(isum_b), d_b, gsum) from 0, then acc = fma(s,
+// fnmadd(z, X_g, gsum), acc)); out = acc + bias (0 without one). Depends on K only (batch
+// invariance).
 #if defined(__x86_64__)  // x86 only; cpu_kernels_avx512_absent.cc elsewhere
 
 #include <immintrin.h>
@@ -39,6 +40,7 @@
 namespace xinfer::cpu::avx512 {
 namespace {
 
+using int8_panels::kGroupBlocks;
 using int8_panels::kTileRows;
 using int8_panels::Tile;
 using int8_panels::TileOf;
@@ -52,6 +54,7 @@ inline __m512i Broadcast4(const int8_t* p) {
 // Block kb's codes, scale and offset (int8_panels_layout.h: a tile's 16 rows fill the 16 lanes),
 // and x's byte offsets for the nibbles of dword c.
 struct AwqPanels : int8_panels::AwqX {
+  static constexpr bool kPerGroup = true;  // one scale and zero point per 4 blocks
   using At = int8_panels::AwqBlock;
   static At Block(const Tile& tile, int64_t kb) { return int8_panels::AwqBlockOf(tile, kb); }
   static __m512 Scale(const At& at, __mmask16 m) { return _mm512_maskz_loadu_ps(m, at.scale); }
@@ -59,13 +62,41 @@ struct AwqPanels : int8_panels::AwqX {
 };
 
 struct Q4_0Panels : int8_panels::Q4_0X {
-  using At = int8_panels::Q4_0Block;  // scale: 16 F16
+  static constexpr bool kPerGroup = false;  // a scale per block
+  using At = int8_panels::Q4_0Block;        // scale: 16 F16
   static At Block(const Tile& tile, int64_t kb) { return int8_panels::Q4_0BlockOf(tile, kb); }
   static __m512 Scale(const At& at, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, at.scale));
   }
   static __m512 Offset(const At&, __mmask16) { return _mm512_set1_ps(8.f); }
 };
+
+// The exact integer sums of block kb of NT tiles (`at`) with MR rows of x: isum[i][j] for row i
+// of x and tile j, one lane per weight row.
+template <class F, int MR, int NT>
+inline void BlockSums(const typename F::At (&at)[NT], const int8_t* const (&xq)[MR], int64_t kb,
+                      int64_t unit_bytes, __mmask16 mask, __m512i (&isum)[MR][NT]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) isum[i][j] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) {
+      const __m512i v = _mm512_maskz_loadu_epi32(mask, at[j].units + c * unit_bytes);
+      const __m512i lo = _mm512_and_si512(v, low4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const int8_t* xb = xq[i] + 32 * kb;
+        isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], lo, Broadcast4(xb + F::kLow(c)));
+        isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], hi, Broadcast4(xb + F::kHigh(c)));
+      }
+    }
+  }
+}
 
 // MR rows of x (r0..) times NT tiles (j0..) of format F; `mask` the lanes of the tiles' rows (all
 // 16 but in the weight's short last tile, which runs alone).
@@ -89,44 +120,62 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask)
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
   const int8_panels::NextRowsPrefetch prefetch(w, tile[0].base + NT * kTileRows * w.row_bytes(),
                                                NT * kTileRows);
-  for (int64_t kb = 0; kb < blocks; ++kb) {
-    prefetch.Block(kb);
-    typename F::At at[NT];
+  typename F::At at[NT];
+  __m512i isum[MR][NT];
+  if constexpr (F::kPerGroup) {
+    // AWQ: per block gsum += d_b float(isum_b), per group acc += s (gsum - z X_g) (the file
+    // comment).
+    for (int64_t g = 0; g < blocks / kGroupBlocks; ++g) {
+      __m512 gsum[MR][NT];
 #pragma GCC unroll 4
-    for (int j = 0; j < NT; ++j) at[j] = F::Block(tile[j], kb);
-    __m512i isum[MR][NT];
+      for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < NT; ++j) gsum[i][j] = _mm512_setzero_ps();
 #pragma GCC unroll 4
-      for (int j = 0; j < NT; ++j) isum[i][j] = _mm512_setzero_si512();
+      for (int64_t b = 0; b < kGroupBlocks; ++b) {
+        const int64_t kb = g * kGroupBlocks + b;
+        prefetch.Block(kb);
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 4
-      for (int j = 0; j < NT; ++j) {
-        const __m512i v = _mm512_maskz_loadu_epi32(mask, at[j].units + c * unit_bytes);
-        const __m512i lo = _mm512_and_si512(v, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        for (int j = 0; j < NT; ++j) at[j] = F::Block(tile[j], kb);
+        BlockSums<F, MR, NT>(at, xq, kb, unit_bytes, mask, isum);
 #pragma GCC unroll 4
         for (int i = 0; i < MR; ++i) {
-          const int8_t* xb = xq[i] + 32 * kb;
-          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], lo, Broadcast4(xb + F::kLow(c)));
-          isum[i][j] = _mm512_dpbusd_epi32(isum[i][j], hi, Broadcast4(xb + F::kHigh(c)));
+          const __m512 d = _mm512_set1_ps(aux[i][2 * kb]);
+#pragma GCC unroll 4
+          for (int j = 0; j < NT; ++j)
+            gsum[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][j]), d, gsum[i][j]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < NT; ++j) {
+        const __m512 s = F::Scale(at[j], mask);
+        const __m512 z = F::Offset(at[j], mask);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const __m512 zx = _mm512_set1_ps(aux[i][int8_panels::AwqGroupXTermAt(w.cols) + g]);
+          acc[i][j] = _mm512_fmadd_ps(s, _mm512_fnmadd_ps(z, zx, gsum[i][j]), acc[i][j]);
         }
       }
     }
+  } else {
+    for (int64_t kb = 0; kb < blocks; ++kb) {
+      prefetch.Block(kb);
 #pragma GCC unroll 4
-    for (int j = 0; j < NT; ++j) {
-      const __m512 s = F::Scale(at[j], mask);
-      const __m512 offset = F::Offset(at[j], mask);
+      for (int j = 0; j < NT; ++j) at[j] = F::Block(tile[j], kb);
+      BlockSums<F, MR, NT>(at, xq, kb, unit_bytes, mask, isum);
 #pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) {
-        const float* a = aux[i] + 2 * kb;  // the block's d and int8 sum
-        const __m512 dot =
-            _mm512_fnmadd_ps(offset, _mm512_set1_ps(a[1]), _mm512_cvtepi32_ps(isum[i][j]));
-        acc[i][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(a[0])), acc[i][j]);
+      for (int j = 0; j < NT; ++j) {
+        const __m512 s = F::Scale(at[j], mask);
+        const __m512 offset = F::Offset(at[j], mask);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const float* a = aux[i] + 2 * kb;  // the block's d and int8 sum
+          const __m512 dot =
+              _mm512_fnmadd_ps(offset, _mm512_set1_ps(a[1]), _mm512_cvtepi32_ps(isum[i][j]));
+          acc[i][j] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(a[0])), acc[i][j]);
+        }
       }
     }
   }
@@ -155,6 +204,7 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
   const __mmask16 all = 0xFFFF;
   const bool non_temporal = DetectCpuFeatures().read_once_non_temporal;
   __m512 acc = _mm512_setzero_ps();
+  __m512 gsum = _mm512_setzero_ps();  // AWQ: the group's sum of d_b float(isum_b) so far
   for (int64_t kb = 0; kb < blocks; ++kb) {
     const typename F::At at = F::Block(tile, kb);
     PrefetchLines(at.units + ahead, 4 * unit_bytes, non_temporal);
@@ -171,9 +221,19 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
     const __m512i isum =
         _mm512_add_epi32(_mm512_add_epi32(part[0], part[1]), _mm512_add_epi32(part[2], part[3]));
     const float* a = aux + 2 * kb;
-    const __m512 dot =
-        _mm512_fnmadd_ps(F::Offset(at, all), _mm512_set1_ps(a[1]), _mm512_cvtepi32_ps(isum));
-    acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(F::Scale(at, all), _mm512_set1_ps(a[0])), acc);
+    if constexpr (F::kPerGroup) {
+      const int64_t b = kb % kGroupBlocks;
+      if (b == 0) gsum = _mm512_setzero_ps();
+      gsum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(a[0]), gsum);
+      if (b + 1 < kGroupBlocks) continue;
+      const __m512 zx =
+          _mm512_set1_ps(aux[int8_panels::AwqGroupXTermAt(w.cols) + kb / kGroupBlocks]);
+      acc = _mm512_fmadd_ps(F::Scale(at, all), _mm512_fnmadd_ps(F::Offset(at, all), zx, gsum), acc);
+    } else {
+      const __m512 dot =
+          _mm512_fnmadd_ps(F::Offset(at, all), _mm512_set1_ps(a[1]), _mm512_cvtepi32_ps(isum));
+      acc = _mm512_fmadd_ps(dot, _mm512_mul_ps(F::Scale(at, all), _mm512_set1_ps(a[0])), acc);
+    }
   }
   const int64_t n = j * kTileRows;
   const __m512 bias = t.bias == nullptr ? _mm512_setzero_ps() : _mm512_loadu_ps(t.bias + n);

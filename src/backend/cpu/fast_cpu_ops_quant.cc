@@ -323,7 +323,8 @@ FastCpuOps::Int8Isa FastCpuOps::PrepareInt8X(const Tensor& x, const QuantTensor&
       : w.type == QuantType::kAwq4         ? cpu::avx2::Int8XLayout::kAwqPanels
                                            : cpu::avx2::Int8XLayout::kQ4_0Panels;
   task.ldxq = k;
-  task.ldxaux = isa == Int8Isa::kAvx512 ? cpu::avx512::Int8AuxPerRow(w.type, k) : k / 16;
+  task.ldxaux = isa == Int8Isa::kAvx512 ? cpu::avx512::Int8AuxPerRow(w.type, k)
+                                        : cpu::avx2::Int8AuxPerRow(x_layout, k);
   task.xq = GrowTo(xq_, t_rows * task.ldxq);
   task.xaux = GrowTo(xaux_, t_rows * task.ldxaux);
   ForEachRowRange(t_rows, k, [&](int64_t r0, int64_t r1) {

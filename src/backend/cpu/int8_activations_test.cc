@@ -37,11 +37,13 @@ void QuantizeXBlock(const float* x, float& d, int8_t q[32]) {
 // Weight block b (32 elements) of row r as integers and its scale: Q4_0 (d F16, 16 bytes: element
 // j in the low nibble of byte j, element j + 16 in the high one, value q - 8), Q8_0 (d F16, 32
 // int8), AWQ4 (byte i: element 2i low, 2i + 1 high; value q - z, the group's zero point and scale).
-void WeightBlock(const QuantTensor& w, int64_t r, int64_t b, float& d, int q[32]) {
+void WeightBlock(const QuantTensor& w, int64_t r, int64_t b, float& d, int q[32], int* zero) {
+  *zero = 0;
   if (w.type == QuantType::kAwq4) {
     const int64_t groups = w.cols / w.group_size, g = 32 * b / w.group_size;
     d = w.scales.data<float>()[r * groups + g];
     const int z = static_cast<int>(w.zeros.data<float>()[r * groups + g]);
+    *zero = z;
     for (int j = 0; j < 32; ++j) {
       const int64_t e = 32 * b + j;
       const uint8_t byte = w.row(r)[e / 2];
@@ -86,10 +88,13 @@ class Int8ActivationsTest : public ::testing::Test {
   // `got` = x w^T + bias as the plain int8 evaluation gives it (w row-major): Q4_0 / Q8_0 / AWQ
   // from integer block dots of the bytes as the formats describe them (exact_blocks), the other
   // formats from the engine's dequantized row (DequantizeRow, checked against ggml's bytes by the
-  // round-trip tests) against the int8 x.
+  // round-trip tests) against the int8 x. Within 1e-5 of the sum of the blocks' magnitudes; with
+  // zero_per_group (the AWQ panel kernels: x q summed, the zero point applied per group from x's
+  // sums; cpu_kernels_int8_panels_avx2.cc) a block's magnitude is that of x q and z x, whose
+  // difference x (q - z) is the block's term.
   static void ExpectMatchesPlainInt8(const QuantTensor& w, const Tensor& x, const Tensor& bias,
-                                     const Tensor& got, bool exact_blocks,
-                                     const std::string& label) {
+                                     const Tensor& got, bool exact_blocks, const std::string& label,
+                                     bool zero_per_group = false) {
     const int64_t t = x.dim(0), n = w.rows, k = w.cols, blocks = k / 32;
     for (int64_t i = 0; i < t; ++i) {
       std::vector<float> xd(blocks);
@@ -104,12 +109,18 @@ class Int8ActivationsTest : public ::testing::Test {
           double term = 0;
           if (exact_blocks) {
             float wd;
-            int wq[32];
-            WeightBlock(w, r, b, wd, wq);
-            int64_t dot = 0;
-            for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(wq[j]) * xq[32 * b + j];
+            int wq[32], zero;
+            WeightBlock(w, r, b, wd, wq, &zero);
+            int64_t dot = 0, xsum = 0;
+            for (int j = 0; j < 32; ++j) {
+              dot += static_cast<int64_t>(wq[j]) * xq[32 * b + j];
+              xsum += xq[32 * b + j];
+            }
             term = static_cast<double>(wd) * xd[b] * static_cast<double>(dot);
-            mag += std::fabs(term);
+            const double zero_term =
+                static_cast<double>(wd) * xd[b] * zero * static_cast<double>(xsum);
+            mag += zero_per_group ? std::fabs(term + zero_term) + std::fabs(zero_term)
+                                  : std::fabs(term);
           } else {
             for (int j = 0; j < 32; ++j) {
               const double p = static_cast<double>(row[32 * b + j]) * xq[32 * b + j] * xd[b];
@@ -214,7 +225,8 @@ TEST_F(Int8ActivationsTest, PanelTiledWeightsMatchThePlainInt8EvaluationAndAreBa
         ASSERT_TRUE(ops.UsesInt8Activations(tiled)) << label;
         Tensor full = backend_->NewTensor(DType::kF32, {t, n});
         ops.QuantLinear(x, tiled, &bias, full);
-        ExpectMatchesPlainInt8(w, x, bias, full, /*exact_blocks=*/true, label);
+        ExpectMatchesPlainInt8(w, x, bias, full, /*exact_blocks=*/true, label,
+                               /*zero_per_group=*/awq);
         if (HasFatalFailure()) return;
         ASSERT_TRUE(BitwiseEqual(full.data<float>() + 3 * n, bias.data<float>(), n)) << label;
         ExpectBitwiseBatchInvariant(tiled, x, bias, full, label);
@@ -265,10 +277,12 @@ TEST_F(Int8ActivationsTest, Avx512PanelsAreBitwiseTheAvx2Panels) {
         for (int64_t t : {1, 2, 3, 4, 5, 9}) {
           Tensor x = RandomX(t, k);
           std::vector<int8_t> xq(t * k);
-          std::vector<float> aux(t * k / 16);
-          cpu::avx2::Int8PrepareX(
-              x.data<float>(), t, k, k, xq.data(), k, aux.data(), k / 16,
-              awq ? cpu::avx2::Int8XLayout::kAwqPanels : cpu::avx2::Int8XLayout::kQ4_0Panels);
+          const cpu::avx2::Int8XLayout layout =
+              awq ? cpu::avx2::Int8XLayout::kAwqPanels : cpu::avx2::Int8XLayout::kQ4_0Panels;
+          const int64_t ldxaux = cpu::avx2::Int8AuxPerRow(layout, k);
+          std::vector<float> aux(t * ldxaux);
+          cpu::avx2::Int8PrepareX(x.data<float>(), t, k, k, xq.data(), k, aux.data(), ldxaux,
+                                  layout);
           for (bool with_bias : {true, false}) {
             std::vector<float> want(t * n), got(t * n, -1.f);
             cpu::QuantLinearTask task;
@@ -277,7 +291,7 @@ TEST_F(Int8ActivationsTest, Avx512PanelsAreBitwiseTheAvx2Panels) {
             task.xq = xq.data();
             task.ldxq = k;
             task.xaux = aux.data();
-            task.ldxaux = k / 16;
+            task.ldxaux = ldxaux;
             task.w = &w;
             task.bias = with_bias ? bias.data<float>() : nullptr;
             task.ldo = n;

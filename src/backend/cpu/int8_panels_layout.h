@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "base/check.h"
@@ -16,6 +17,7 @@
 namespace xinfer::cpu::int8_panels {
 
 constexpr int64_t kGroup = 128;                // the AWQ group size the panels take
+constexpr int64_t kGroupBlocks = kGroup / 32;  // x's blocks of 32 per AWQ group
 constexpr int64_t kTileRows = kDwordTileRows;  // rows per tile
 
 inline Layout LayoutOf(QuantType type) {
@@ -104,6 +106,19 @@ class NextRowsPrefetch {
   const uint8_t* from_;
   int64_t step_;
 };
+
+// AWQ with int8 x: the zero point's term of x over group g, X_g = the sum over the group's 4
+// blocks b of d_b x (block b's int8 sum), from a row of x's aux (per block: d, then the int8
+// sum), in this order and with these roundings (std::fma is exactly rounded whatever the target).
+// avx2::Int8PrepareX stores X_g after the row's block pairs, at AwqGroupXTermAt(k) + g, once per
+// call; every AWQ int8 panel kernel reads it there.
+inline float AwqGroupXTerm(const float* aux, int64_t g) {
+  const float* a = aux + 2 * kGroupBlocks * g;
+  float sum = a[0] * a[1];
+  for (int64_t b = 1; b < kGroupBlocks; ++b) sum = std::fma(a[2 * b], a[2 * b + 1], sum);
+  return sum;
+}
+inline constexpr int64_t AwqGroupXTermAt(int64_t k) { return 2 * (k / 32); }
 
 // x bytes (avx2::Int8PrepareX's kAwqPanels / kQ4_0Panels layouts) that the low and high nibbles
 // of dword c meet within a block of 32.

@@ -131,6 +131,15 @@ int64_t ThreadPool::SplitRanges(int64_t units, int64_t min_units, RangeBounds& b
   return n;
 }
 
+int64_t ThreadPool::SplitEqualRanges(int64_t units, int64_t min_units, RangeBounds& bounds) const {
+  bounds[0] = 0;
+  if (units <= 0) return 0;
+  const int64_t n = std::clamp<int64_t>(units / std::max<int64_t>(1, min_units), 1,
+                                        std::min<int64_t>(size_, kMaxRanges));
+  for (int64_t c = 1; c <= n; ++c) bounds[c] = units * c / n;
+  return n;
+}
+
 void ThreadPool::RunImpl(int64_t num_chunks, void* fn, Trampoline call) {
   if (num_chunks <= 0) return;
   if (tls_pool == this || size_ == 1 || num_chunks == 1) {

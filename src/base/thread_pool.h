@@ -78,6 +78,21 @@ class ThreadPool {
     return SplitRanges(units, min_units, bounds);
   }
 
+  // Splits [0, units) into one contiguous range per thread, as equal as whole units allow (fewer,
+  // of at least `min_units` each, when there are too few units), and calls fn(begin, end,
+  // thread) for each. For a stream that gains from staying long, where the threads' shares take
+  // equal time: a one-sequence decode GEMV of int8 4-bit weights restarts its weight stream at
+  // every range, and ParallelRanges' ~10 ranges per call cost its layers ~10-20 % of their rate
+  // (2-core Zen 4, docs/performance.md, session 27).
+  template <class Fn>
+  void ParallelEqualRanges(int64_t units, int64_t min_units, Fn&& fn) {
+    if (units <= 0) return;
+    RangeBounds bounds;
+    const int64_t ranges = SplitEqualRanges(units, min_units, bounds);
+    Run(ranges, [&](int64_t c, int thread) { fn(bounds[c], bounds[c + 1], thread); });
+  }
+  int64_t SplitEqualRanges(int64_t units, int64_t min_units, RangeBounds& bounds) const;
+
  private:
   using Trampoline = void (*)(void*, int64_t, int);
   void RunImpl(int64_t num_chunks, void* fn, Trampoline call);

@@ -122,6 +122,38 @@ TEST(ThreadPoolTest, RangesShrinkGeometrically) {
   EXPECT_EQ(b[ThreadPool::kMaxRanges], int64_t{1} << 40);
 }
 
+// Equal ranges: one per thread, sizes differing by one unit at most, covering every unit once;
+// fewer (of at least min_units each, but one) when the units are too few; odd counts included.
+TEST(ThreadPoolTest, EqualRangesGiveEachThreadOneContiguousShare) {
+  ThreadPool::RangeBounds b;
+  ThreadPool two(2), three(3);
+  ASSERT_EQ(two.SplitEqualRanges(9, 3, b), 2);
+  EXPECT_EQ(b[0], 0);
+  EXPECT_EQ(b[1], 4);
+  EXPECT_EQ(b[2], 9);
+  ASSERT_EQ(three.SplitEqualRanges(100, 1, b), 3);
+  EXPECT_EQ(b[1], 33);
+  EXPECT_EQ(b[2], 66);
+  EXPECT_EQ(b[3], 100);
+  EXPECT_EQ(three.SplitEqualRanges(5, 2, b), 2);  // 5 / 2 = 2 shares of at least 2
+  EXPECT_EQ(b[2], 5);
+  EXPECT_EQ(two.SplitEqualRanges(3, 1000, b), 1);
+  EXPECT_EQ(b[1], 3);
+  EXPECT_EQ(ThreadPool(1).SplitEqualRanges(100, 1, b), 1);
+  EXPECT_EQ(two.SplitEqualRanges(0, 1, b), 0);
+  for (int64_t units : {1, 2, 7, 13, 56, 72, 4097}) {
+    std::vector<int> hits(units, 0);
+    std::mutex mu;
+    three.ParallelEqualRanges(units, 1, [&](int64_t begin, int64_t end, int) {
+      ASSERT_LT(begin, end);
+      EXPECT_LE(end - begin, units / std::min<int64_t>(3, units) + 1) << units;
+      std::lock_guard<std::mutex> lock(mu);
+      for (int64_t i = begin; i < end; ++i) ++hits[i];
+    });
+    for (int64_t i = 0; i < units; ++i) ASSERT_EQ(hits[i], 1) << units;
+  }
+}
+
 TEST(ThreadPoolTest, NestedRunIsInlineOnTheSameThread) {
   ThreadPool pool(2);
   std::atomic<int> inner{0};

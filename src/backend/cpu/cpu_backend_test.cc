@@ -37,9 +37,9 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
 TEST(CpuFeaturesTest, DenseDecodePrefetchIsOffOnlyWhereAvx512IsDoublePumped) {
   cpu::CpuFeatures f;
   f.avx512 = true;
-  EXPECT_EQ(cpu::DenseDecodePrefetchBytes(f), cpu::kReadOncePrefetchBytes);
+  EXPECT_EQ(cpu::DecodePrefetchBytes(f), cpu::kReadOncePrefetchBytes);
   f.avx512_double_pumped = true;
-  EXPECT_EQ(cpu::DenseDecodePrefetchBytes(f), 0);
+  EXPECT_EQ(cpu::DecodePrefetchBytes(f), 0);
   const cpu::CpuFeatures& detected = cpu::DetectCpuFeatures();
   EXPECT_TRUE(!detected.avx512_double_pumped || detected.avx512);
 }

@@ -139,12 +139,15 @@ inline void PrefetchRange(const void* p, int64_t bytes) {
 //   in fast ones (2-core Zen 5, session 16); on Intel prefetcht1, as prefetchnta there streamed
 //   half the bandwidth (2-core Xeon, session 21; 4 to 32 KiB ahead about the same with t1).
 constexpr int64_t kReadOncePrefetchBytes = 8192;
-// The dense decode GEMV's software prefetch (AVX-512 64-row group tiles at T = 1):
-// kReadOncePrefetchBytes ahead, but none at all on Zen 4 (avx512_double_pumped), whose hardware
-// prefetcher alone streams more of the bandwidth — the decode step's 97 GEMVs 0.98-1.00 of the
-// plain read against 0.95-0.97 with the prefetch, one-sequence BF16 decode +3-6 % of its paired
-// roofline (`stream_prefetch_bench` step_none / step_nta_8k; docs/performance.md, session 19).
-inline int64_t DenseDecodePrefetchBytes(const CpuFeatures& f) {
+// The decode GEMVs' software prefetch (the AVX-512 dense 64-row group tiles and int8 panel
+// tiles at T = 1): kReadOncePrefetchBytes ahead, but none at all on Zen 4
+// (avx512_double_pumped), whose hardware prefetcher alone streams more of the bandwidth — dense:
+// the decode step's 97 GEMVs 0.98-1.00 of the plain read against 0.95-0.97 with the prefetch,
+// one-sequence BF16 decode +3-6 % of its paired roofline (`stream_prefetch_bench` step_none /
+// step_nta_8k; docs/performance.md, session 19); the AWQ decode step's int8 4-bit layers (with
+// one range per thread) 0.81 against 0.70 in fast minutes, 0.99 against 0.92 in slow ones
+// (L8_pf0_split / L8_split, session 27).
+inline int64_t DecodePrefetchBytes(const CpuFeatures& f) {
   return f.avx512_double_pumped ? 0 : kReadOncePrefetchBytes;
 }
 // Every line of [p, p + bytes): prefetchnta if non_temporal (bytes read once, on AMD), else

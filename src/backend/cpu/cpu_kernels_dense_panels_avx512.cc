@@ -72,7 +72,7 @@ struct PanelOperands {
   bool pairs = false;  // full groups in kWordPairTiles64's row order (BF16 under the FMA tiles)
 };
 
-// A decode-sized x's tiles prefetch DenseDecodePrefetchBytes (cpu_kernels.h) ahead of the group
+// A decode-sized x's tiles prefetch DecodePrefetchBytes (cpu_kernels.h) ahead of the group
 // stream they read, with the read-once hint (prefetchnta on AMD, prefetcht1 on Intel, where
 // prefetchnta halved the stream; cpu_kernels.h): 8 KiB, none on Zen 4. On AMD: into L2
 // (prefetcht1), 4 KiB ahead had taken the 151936-row BF16 lm_head at T = 1 from the hardware
@@ -139,7 +139,7 @@ void RunFullGroups(const GroupTileFn* tiles, const PanelOperands& o, int64_t t0,
                    int64_t g0, int64_t g1) {
   const int64_t rows = t1 - t0;
   const int64_t group_bytes = kGroup * o.steps * o.elem_bytes;
-  static const int64_t decode_prefetch_bytes = DenseDecodePrefetchBytes(DetectCpuFeatures());
+  static const int64_t decode_prefetch_bytes = DecodePrefetchBytes(DetectCpuFeatures());
   static const bool decode_non_temporal = DetectCpuFeatures().read_once_non_temporal;
   const bool streamed = rows > kMr && rows * o.x_row_bytes <= 256 << 10;
   if (streamed) {

@@ -187,11 +187,11 @@ void PanelTile(const QuantLinearTask& t, int64_t r0, int64_t j0, __mmask16 mask)
 // four streams: the 151936 x 896 shape from DRAM read 26-35 GB/s that way, 34-60 so, 2-core Zen 5;
 // from L3 59-107 against 96-143.) The block's integer sum is split into four partial sums (one
 // per dword of the block's rows) added at the end — integers, so exactly the same sum — to keep
-// the vpdpbusd chain short. The stream is prefetched 8 KiB ahead with the read-once hint
-// (cpu_kernels.h), as the dense decode tiles: on AMD non-temporal — AWQ g128 one-sequence decode
-// 0.81 -> 0.85 of its paired roofline in the host's ~45 GB/s minutes against prefetcht1 4 KiB
-// ahead (2-core Zen 5, 18-19 runs each; docs/performance.md, session 16) —, on Intel into L2.
-constexpr int64_t kGemvPrefetchBytes = kReadOncePrefetchBytes;
+// the vpdpbusd chain short. The stream is prefetched as the dense decode tiles' (cpu_kernels.h,
+// DecodePrefetchBytes): 8 KiB ahead with the read-once hint — on AMD non-temporal: AWQ g128
+// one-sequence decode 0.81 -> 0.85 of its paired roofline in the host's ~45 GB/s minutes
+// against prefetcht1 4 KiB ahead (2-core Zen 5, 18-19 runs each; docs/performance.md, session
+// 16) —, on Intel into L2, and not at all on Zen 4.
 template <class F>
 void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
   const QuantTensor& w = *t.w;
@@ -207,7 +207,7 @@ void GemvTile(const QuantLinearTask& t, int64_t r0, int64_t j, int64_t ahead) {
   __m512 gsum = _mm512_setzero_ps();  // AWQ: the group's sum of d_b float(isum_b) so far
   for (int64_t kb = 0; kb < blocks; ++kb) {
     const typename F::At at = F::Block(tile, kb);
-    PrefetchLines(at.units + ahead, 4 * unit_bytes, non_temporal);
+    if (ahead != 0) PrefetchLines(at.units + ahead, 4 * unit_bytes, non_temporal);
     const int8_t* xb = xq + 32 * kb;
     __m512i part[4];
 #pragma GCC unroll 4
@@ -251,7 +251,8 @@ struct Kernel {
   static constexpr PanelTileFn kSingles[kMr] = {PanelTile<F, 1, 1>, PanelTile<F, 2, 1>,
                                                 PanelTile<F, 3, 1>, PanelTile<F, 4, 1>};
   static void Gemv(const QuantLinearTask& t, int64_t r, int64_t j) {
-    GemvTile<F>(t, r, j, kGemvPrefetchBytes);
+    static const int64_t ahead = DecodePrefetchBytes(DetectCpuFeatures());
+    GemvTile<F>(t, r, j, ahead);
   }
   static void Tiles(const QuantLinearTask& t, int64_t r, int mr, int64_t j0, int64_t j1,
                     __mmask16 mask) {

@@ -56,6 +56,13 @@ class FastCpuOps : public CpuOps {
   void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const PagedAttentionBatch& batch, Tensor& out) override;
 
+  // How a quantized Linear's weight rows are cut among the pool's threads for t_rows rows of x:
+  // shrinking ranges claimed as threads come free (ThreadPool::ParallelRanges), or one equal
+  // range per thread (ParallelEqualRanges: one long weight stream each) — for one row of x on
+  // the AVX-512 int8 panel kernels.
+  enum class Ranges { kShrinking, kEqual };
+  Ranges QuantRangesFor(const QuantTensor& w, int64_t t_rows) const;
+
  private:
   // The kernel family a dense Linear on `w` runs.
   enum class DenseKernel {
@@ -124,12 +131,14 @@ class FastCpuOps : public CpuOps {
   // Runs fn(n0, n1, thread) over ranges of the weight rows [0, n) that start at multiples of
   // `unit`, spread over the pool; `row_cost`: multiply-adds per weight row (T x K).
   template <class Fn>
-  void ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn, int64_t unit = 16);
+  void ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn, int64_t unit = 16,
+                          Ranges ranges = Ranges::kShrinking);
   // LinearMany's one job: several parts' units side by side, part i owning units
   // [unit_start[i], unit_start[i + 1]); runs fn(i, u0, u1) for each range cut at part
   // boundaries, u0 and u1 counted from the part's first unit.
   template <class Fn>
-  void ForEachPartRange(std::span<const int64_t> unit_start, int64_t min_units, Fn&& fn);
+  void ForEachPartRange(std::span<const int64_t> unit_start, int64_t min_units, Fn&& fn,
+                        Ranges ranges = Ranges::kShrinking);
   // Runs fn(r0, r1) over ranges of the rows [0, rows) of `row_elems` elements each (x rows to
   // prepare, rows to normalize).
   template <class Fn>

@@ -311,6 +311,25 @@ TEST_F(Int8ActivationsTest, Avx512PanelsAreBitwiseTheAvx2Panels) {
   }
 }
 
+// One row of x on the AVX-512 int8 panels takes one equal range per thread (one long weight
+// stream each); batched calls, other kernels and the option off keep the shrinking ranges.
+TEST_F(Int8ActivationsTest, OneRowOnTheAvx512PanelsTakesOneRangePerThread) {
+  if (!features_.avx512 || !features_.avx512_vnni) GTEST_SKIP() << "needs AVX512-VNNI";
+  using Ranges = FastCpuOps::Ranges;
+  FastCpuOps int8(false, 2, /*int8_activations=*/true), plain(false, 2);
+  const QuantTensor awq =
+      PanelTiledCopy(*backend_, MakeQuant(*backend_, QuantType::kAwq4, 64, 256, 1, nullptr, 128));
+  const QuantTensor q4_0 =
+      PanelTiledCopy(*backend_, MakeQuant(*backend_, QuantType::kQ4_0, 64, 256, 2, nullptr));
+  const QuantTensor q8_0 = MakeQuant(*backend_, QuantType::kQ8_0, 64, 256, 3, nullptr);
+  EXPECT_EQ(int8.QuantRangesFor(awq, 1), Ranges::kEqual);
+  EXPECT_EQ(int8.QuantRangesFor(q4_0, 1), Ranges::kEqual);
+  EXPECT_EQ(int8.QuantRangesFor(awq, 2), Ranges::kShrinking);
+  EXPECT_EQ(int8.QuantRangesFor(awq, 16), Ranges::kShrinking);
+  EXPECT_EQ(int8.QuantRangesFor(q8_0, 1), Ranges::kShrinking);  // the row-major int8 kernel
+  EXPECT_EQ(plain.QuantRangesFor(awq, 1), Ranges::kShrinking);  // W4A16 panels
+}
+
 // Without the option, and for formats the int8 kernel does not take, nothing changes: the
 // results are bitwise those of the default ops.
 TEST_F(Int8ActivationsTest, OnlyTheFormatsItKnowsWithTheOptionTakeIt) {

@@ -7,7 +7,11 @@
 // The variants are the AVX-512 64-row BF16 group tile at T = 1 (one broadcast x, four F32 FMA
 // chains; cpu_kernels_dense_panels_avx512.cc) with different software prefetches, run either as
 // one stream per thread over the whole buffer or as the Qwen2.5-0.5B decode step's 97 GEMVs one
-// after another (each split in two halves, a barrier after each).
+// after another (each split in two halves, a std::barrier after each — a futex wait that costs
+// the AWQ-sized step ~20 % in fast minutes —, or `_pool`: on xinfer::ThreadPool, whose joins
+// spin as the engine's do), the AWQ g128 model's step in the same bytes (`awq_step_*`), and the
+// engine's own kernels on the 24 layers' Linears of the AWQ model (int8 and BF16 activations) and
+// of the BF16 model, weights placed as the engine places them (`*_layers_*`; session 27).
 //
 //   taskset -c 0,1 build/bin/stream_prefetch_bench [rounds]
 #include <immintrin.h>
@@ -18,12 +22,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/quant_test_util.h"
 #include "base/huge_pages.h"
+#include "base/thread_pool.h"
 
 // GCC 12 reports the intrinsics' _mm512_undefined_* pass-through operands as (maybe) uninitialized
 // (as in the kernels).
@@ -103,9 +111,8 @@ __attribute__((target("avx512f,avx512bw"), noinline)) float PairGemv(const uint8
 
 // F32 weights (the F32 model's tile): 256 bytes per k-step, one FMA per load.
 template <int kAhead>
-__attribute__((target("avx512f,avx512bw"), noinline)) float F32Gemv(const uint8_t* w,
-                                                                    int64_t bytes, const float* x,
-                                                                    int64_t steps) {
+__attribute__((target("avx512f,avx512bw"), noinline)) float F32Gemv(const uint8_t* w, int64_t bytes,
+                                                                    const float* x, int64_t steps) {
   float total = 0;
   for (int64_t g = 0; g < bytes / (256 * steps); ++g) {
     const uint8_t* group = w + g * 256 * steps;
@@ -116,8 +123,8 @@ __attribute__((target("avx512f,avx512bw"), noinline)) float F32Gemv(const uint8_
       for (int p = 0; p < 4; ++p) __builtin_prefetch(s + kAhead + 64 * p, 0, 2);
       const __m512 xb = _mm512_set1_ps(x[kk]);
       for (int p = 0; p < 4; ++p)
-        acc[p] = _mm512_fmadd_ps(
-            xb, _mm512_loadu_ps(reinterpret_cast<const float*>(s + 64 * p)), acc[p]);
+        acc[p] = _mm512_fmadd_ps(xb, _mm512_loadu_ps(reinterpret_cast<const float*>(s + 64 * p)),
+                                 acc[p]);
     }
     total += _mm512_reduce_add_ps(
         _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
@@ -126,10 +133,101 @@ __attribute__((target("avx512f,avx512bw"), noinline)) float F32Gemv(const uint8_
 }
 
 using Gemv = float (*)(const uint8_t*, int64_t, const float*, int64_t);
+// Which decode step a model_step variant runs.
+enum class Step { kNone, kBf16, kAwq };
 struct Variant {
   std::string name;
   Gemv gemv;  // nullptr: the plain read
-  bool model_step;
+  Step step = Step::kNone;
+  bool pool = false;  // the ops run on xinfer::ThreadPool (the engine's joins) instead
+  // Instead: the engine's kernels on the Linears of a decode step's 24 layers (EngineLayers).
+  enum class Layers { kNone, kAwqInt8, kAwqBf16, kDenseBf16 } layers = Layers::kNone;
+};
+
+// The Linears of the Qwen2.5-0.5B decode step's 24 layers (q/k/v and gate/up as one LinearMany
+// each, o, down) on the engine's kernels, one sequence: AWQ g128 (~202 MB; int8 or BF16
+// activations) or BF16 weights (`dense`, ~716 MB, BF16 activations), placed by the CPU backend as
+// the engine places them (one huge-page region, in execution order, in the kernels' layouts).
+class EngineLayers {
+ public:
+  EngineLayers(bool int8, bool dense) {
+    xinfer::CpuBackendOptions options;
+    options.num_threads = kThreads;
+    options.int8_activations = int8;
+    options.bf16_activations = !int8;
+    backend_ = xinfer::CreateCpuBackend(options);
+    if (dense) {
+      // BF16 weights (the dense model's), placed as Linear weights.
+      std::vector<xinfer::Tensor> host_w;
+      std::vector<xinfer::Backend::WeightToPlace> host;
+      for (int l = 0; l < kLayers; ++l)
+        for (int p = 0; p < 7; ++p) {
+          xinfer::Tensor t =
+              backend_->NewTensor(xinfer::DType::kBF16, {kShapes[p][0], kShapes[p][1]});
+          for (int64_t i = 0; i < t.numel(); ++i)
+            t.data<uint16_t>()[i] = static_cast<uint16_t>(0x3c00 + (i * 2654435761u >> 20) % 512);
+          host.push_back({t, true, nullptr});
+          host_w.push_back(t);
+        }
+      const std::vector<xinfer::Tensor> placed = backend_->PlaceWeights(host);
+      for (const xinfer::Tensor& t : placed) {
+        bytes_ += t.size_bytes();
+        w_.emplace_back(t);
+      }
+    } else {
+      std::vector<xinfer::QuantTensor> quant;
+      quant.reserve(kLayers * 7);
+      for (int l = 0; l < kLayers; ++l)
+        for (int p = 0; p < 7; ++p)
+          quant.push_back(xinfer::MakeQuant(*backend_, xinfer::QuantType::kAwq4, kShapes[p][0],
+                                            kShapes[p][1], static_cast<uint32_t>(7 * l + p),
+                                            nullptr, 128));
+      std::vector<xinfer::Backend::WeightToPlace> host;
+      for (const xinfer::QuantTensor& q : quant)
+        for (const xinfer::Tensor* part : {&q.data, &q.scales, &q.zeros})
+          host.push_back({*part, false, &q});
+      const std::vector<xinfer::Tensor> placed = backend_->PlaceWeights(host);
+      size_t next = 0;
+      for (xinfer::QuantTensor q : quant) {
+        q.data = placed[next++];
+        q.scales = placed[next++];
+        q.zeros = placed[next++];
+        bytes_ += q.data.size_bytes() + q.scales.size_bytes() + q.zeros.size_bytes();
+        w_.emplace_back(std::move(q));
+      }
+    }
+    x_ = backend_->NewTensor(xinfer::DType::kF32, {1, 896});
+    xi_ = backend_->NewTensor(xinfer::DType::kF32, {1, 4864});
+    for (int64_t i = 0; i < 896; ++i) x_.data<float>()[i] = 1e-3f * static_cast<float>(i % 17);
+    for (int64_t i = 0; i < 4864; ++i) xi_.data<float>()[i] = 1e-3f * static_cast<float>(i % 13);
+    for (int p = 0; p < 7; ++p)
+      y_.push_back(backend_->NewTensor(xinfer::DType::kF32, {1, kShapes[p][0]}));
+  }
+  double bytes() const { return static_cast<double>(bytes_); }
+  void Run() {
+    xinfer::Ops& ops = backend_->ops();
+    for (int l = 0; l < kLayers; ++l) {
+      const xinfer::Weight* lw = &w_[7 * l];
+      const xinfer::Ops::LinearOut qkv[3] = {
+          {&lw[0], nullptr, &y_[0]}, {&lw[1], nullptr, &y_[1]}, {&lw[2], nullptr, &y_[2]}};
+      ops.LinearMany(x_, qkv);
+      ops.Linear(x_, lw[3], nullptr, y_[3]);
+      const xinfer::Ops::LinearOut gate_up[2] = {{&lw[4], nullptr, &y_[4]},
+                                                 {&lw[5], nullptr, &y_[5]}};
+      ops.LinearMany(x_, gate_up);
+      ops.Linear(xi_, lw[6], nullptr, y_[6]);
+    }
+  }
+
+ private:
+  static constexpr int kLayers = 24;
+  static constexpr int64_t kShapes[7][2] = {{896, 896},  {128, 896},  {128, 896}, {896, 896},
+                                            {4864, 896}, {4864, 896}, {896, 4864}};
+  std::unique_ptr<xinfer::Backend> backend_;
+  std::vector<xinfer::Weight> w_;
+  xinfer::Tensor x_, xi_;
+  std::vector<xinfer::Tensor> y_;
+  size_t bytes_ = 0;
 };
 
 struct Shape {
@@ -139,6 +237,17 @@ std::vector<Shape> DecodeStep() {  // Qwen2.5-0.5B: qkv, o, gate/up, down per la
   std::vector<Shape> ops;
   for (int l = 0; l < 24; ++l)
     for (Shape s : {Shape{1152, 896}, Shape{896, 896}, Shape{9728, 896}, Shape{896, 4864}})
+      ops.push_back(s);
+  ops.push_back({151936, 896});
+  return ops;
+}
+// The AWQ g128 model's step in bytes (4-bit codes + F32 scales and zero points, ~0.5625 bytes
+// per weight: ~0.28 of BF16's), as BF16 64-row groups of the same K: q/k/v ~580 KB, o ~450 KB,
+// gate/up ~4.9 MB, down ~2.45 MB per layer; the BF16 lm_head.
+std::vector<Shape> AwqDecodeStep() {
+  std::vector<Shape> ops;
+  for (int l = 0; l < 24; ++l)
+    for (Shape s : {Shape{320, 896}, Shape{256, 896}, Shape{2752, 896}, Shape{256, 4864}})
       ops.push_back(s);
   ops.push_back({151936, 896});
   return ops;
@@ -158,40 +267,77 @@ int main(int argc, char** argv) {
     reinterpret_cast<uint32_t*>(buf)[i] =
         (static_cast<uint32_t>(i) * 2654435761u >> 8) | 0x3f000000u;
   std::vector<float> x(8192, 1e-3f);
+  using Layers = Variant::Layers;
   const std::vector<Variant> variants = {
-      {"read", nullptr, false},
-      {"t1_4k", GroupGemv<4096, 2>, false},
-      {"t1_8k", GroupGemv<8192, 2>, false},
-      {"t1_16k", GroupGemv<16384, 2>, false},
-      {"t1_32k", GroupGemv<32768, 2>, false},
-      {"t0_8k", GroupGemv<8192, 3>, false},
-      {"t2_8k", GroupGemv<8192, 1>, false},
-      {"t2_16k", GroupGemv<16384, 1>, false},
-      {"nta_4k", GroupGemv<4096, 0>, false},
-      {"nta_8k", GroupGemv<8192, 0>, false},
-      {"nta_12k", GroupGemv<12288, 0>, false},
-      {"none", GroupGemv<0, 0>, false},
-      {"pair_t1_8k", PairGemv<8192>, false},
-      {"f32_t1_8k", F32Gemv<8192>, false},
-      {"step_t1_4k", GroupGemv<4096, 2>, true},
-      {"step_t1_8k", GroupGemv<8192, 2>, true},
-      {"step_pair_t1_8k", PairGemv<8192>, true},
-      {"step_nta_8k", GroupGemv<8192, 0>, true},
-      {"step_none", GroupGemv<0, 0>, true},
+      {"read", nullptr},
+      {"t1_4k", GroupGemv<4096, 2>},
+      {"t1_8k", GroupGemv<8192, 2>},
+      {"t1_16k", GroupGemv<16384, 2>},
+      {"t1_32k", GroupGemv<32768, 2>},
+      {"t0_8k", GroupGemv<8192, 3>},
+      {"t2_8k", GroupGemv<8192, 1>},
+      {"t2_16k", GroupGemv<16384, 1>},
+      {"nta_4k", GroupGemv<4096, 0>},
+      {"nta_8k", GroupGemv<8192, 0>},
+      {"nta_12k", GroupGemv<12288, 0>},
+      {"none", GroupGemv<0, 0>},
+      {"pair_t1_8k", PairGemv<8192>},
+      {"f32_t1_8k", F32Gemv<8192>},
+      {"step_t1_4k", GroupGemv<4096, 2>, Step::kBf16},
+      {"step_t1_8k", GroupGemv<8192, 2>, Step::kBf16},
+      {"step_pair_t1_8k", PairGemv<8192>, Step::kBf16},
+      {"step_nta_8k", GroupGemv<8192, 0>, Step::kBf16},
+      {"step_none", GroupGemv<0, 0>, Step::kBf16},
+      {"step_none_pool", GroupGemv<0, 0>, Step::kBf16, true},
+      {"awq_step_none", GroupGemv<0, 0>, Step::kAwq},
+      {"awq_step_none_pool", GroupGemv<0, 0>, Step::kAwq, true},
+      {"awq_layers_int8", nullptr, Step::kNone, false, Layers::kAwqInt8},
+      {"awq_layers_bf16", nullptr, Step::kNone, false, Layers::kAwqBf16},
+      {"dense_layers_bf16", nullptr, Step::kNone, false, Layers::kDenseBf16},
   };
-  const std::vector<Shape> step = DecodeStep();
+  const std::vector<Shape> bf16_step = DecodeStep(), awq_step = AwqDecodeStep();
   std::vector<std::vector<double>> gb_s(variants.size());
   std::barrier sync(kThreads);
+  xinfer::ThreadPool pool(kThreads);
+  auto int8_layers = std::make_unique<EngineLayers>(/*int8=*/true, /*dense=*/false);
+  auto bf16_layers = std::make_unique<EngineLayers>(false, false);
+  auto dense_layers = std::make_unique<EngineLayers>(false, true);
   volatile float sink = 0;
   auto worker = [&](int tid) {
     for (int r = 0; r < rounds; ++r) {
       for (size_t v = 0; v < variants.size(); ++v) {
         const Variant& var = variants[v];
+        // Lets the pools' idle workers stop polling (ThreadPool spins ~0.5 ms after a job).
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
         sync.arrive_and_wait();
         const double t0 = Now();
         double bytes = 0;
         float s = 0;
-        if (!var.model_step) {
+        if (var.layers != Variant::Layers::kNone) {
+          if (tid == 0) {
+            EngineLayers& layers = var.layers == Variant::Layers::kAwqInt8   ? *int8_layers
+                                   : var.layers == Variant::Layers::kAwqBf16 ? *bf16_layers
+                                                                             : *dense_layers;
+            layers.Run();
+            bytes = layers.bytes();
+          }
+        } else if (var.pool) {
+          if (tid == 0) {
+            const std::vector<Shape>& step = var.step == Step::kBf16 ? bf16_step : awq_step;
+            size_t offset = 0;
+            for (const Shape& op : step) {
+              const int64_t groups = op.rows / 64, group_bytes = 128 * op.steps;
+              pool.Run(kThreads, [&](int64_t c, int) {
+                const int64_t g0 = groups * c / kThreads, g1 = groups * (c + 1) / kThreads;
+                const float v = var.gemv(buf + offset + g0 * group_bytes, (g1 - g0) * group_bytes,
+                                         x.data(), op.steps);
+                sink = sink + v;
+              });
+              offset += groups * group_bytes;
+            }
+            bytes = static_cast<double>(offset);
+          }
+        } else if (var.step == Step::kNone) {
           const int64_t half = kBytes / kThreads / (128 * kSteps) * (128 * kSteps);
           const uint8_t* mine = buf + tid * half;
           // The plain read: the bandwidth probe's own loop (BandwidthProbe, cpu_limits.cc).
@@ -200,6 +346,7 @@ int main(int argc, char** argv) {
                   : var.gemv(mine, half, x.data(), kSteps);
           bytes = static_cast<double>(half) * kThreads;
         } else {
+          const std::vector<Shape>& step = var.step == Step::kBf16 ? bf16_step : awq_step;
           size_t offset = 0;
           for (const Shape& op : step) {
             const int64_t groups = op.rows / 64, group_bytes = 128 * op.steps;

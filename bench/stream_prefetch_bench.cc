@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <barrier>
 #include <chrono>
 #include <cstdint>
@@ -158,7 +159,6 @@ class EngineLayers {
     backend_ = xinfer::CreateCpuBackend(options);
     if (dense) {
       // BF16 weights (the dense model's), placed as Linear weights.
-      std::vector<xinfer::Tensor> host_w;
       std::vector<xinfer::Backend::WeightToPlace> host;
       for (int l = 0; l < kLayers; ++l)
         for (int p = 0; p < 7; ++p) {
@@ -167,7 +167,6 @@ class EngineLayers {
           for (int64_t i = 0; i < t.numel(); ++i)
             t.data<uint16_t>()[i] = static_cast<uint16_t>(0x3c00 + (i * 2654435761u >> 20) % 512);
           host.push_back({t, true, nullptr});
-          host_w.push_back(t);
         }
       const std::vector<xinfer::Tensor> placed = backend_->PlaceWeights(host);
       for (const xinfer::Tensor& t : placed) {
@@ -233,25 +232,29 @@ class EngineLayers {
 struct Shape {
   int64_t rows, steps;
 };
-std::vector<Shape> DecodeStep() {  // Qwen2.5-0.5B: qkv, o, gate/up, down per layer; lm_head
+// A Qwen2.5-0.5B decode step: 24 layers of the four ops (q/k/v, o, gate/up, down), then the
+// BF16 lm_head.
+std::vector<Shape> DecodeStep(const std::array<Shape, 4>& layer) {
   std::vector<Shape> ops;
-  for (int l = 0; l < 24; ++l)
-    for (Shape s : {Shape{1152, 896}, Shape{896, 896}, Shape{9728, 896}, Shape{896, 4864}})
-      ops.push_back(s);
+  for (int l = 0; l < 24; ++l) ops.insert(ops.end(), layer.begin(), layer.end());
   ops.push_back({151936, 896});
   return ops;
 }
-// The AWQ g128 model's step in bytes (4-bit codes + F32 scales and zero points, ~0.5625 bytes
-// per weight: ~0.28 of BF16's), as BF16 64-row groups of the same K: q/k/v ~580 KB, o ~450 KB,
-// gate/up ~4.9 MB, down ~2.45 MB per layer; the BF16 lm_head.
-std::vector<Shape> AwqDecodeStep() {
-  std::vector<Shape> ops;
-  for (int l = 0; l < 24; ++l)
-    for (Shape s : {Shape{320, 896}, Shape{256, 896}, Shape{2752, 896}, Shape{256, 4864}})
-      ops.push_back(s);
-  ops.push_back({151936, 896});
-  return ops;
+// The BF16 model's layer, and the AWQ g128 model's in bytes (4-bit codes + F32 scales and zero
+// points, ~0.5625 bytes per weight: ~0.28 of BF16's) as BF16 64-row groups of the same K: q/k/v
+// ~580 KB, o ~450 KB, gate/up ~4.9 MB, down ~2.45 MB.
+constexpr std::array<Shape, 4> kBf16Layer = {Shape{1152, 896}, Shape{896, 896}, Shape{9728, 896},
+                                             Shape{896, 4864}};
+constexpr std::array<Shape, 4> kAwqLayer = {Shape{320, 896}, Shape{256, 896}, Shape{2752, 896},
+                                            Shape{256, 4864}};
+
+// Share `c` of kThreads of op `op` (64-row groups from `base`) through `gemv`.
+float OpShare(Gemv gemv, const uint8_t* base, const Shape& op, int64_t c, const float* x) {
+  const int64_t groups = op.rows / 64, group_bytes = 128 * op.steps;
+  const int64_t g0 = groups * c / kThreads, g1 = groups * (c + 1) / kThreads;
+  return gemv(base + g0 * group_bytes, (g1 - g0) * group_bytes, x, op.steps);
 }
+int64_t OpBytes(const Shape& op) { return op.rows / 64 * 128 * op.steps; }
 
 }  // namespace
 
@@ -295,7 +298,7 @@ int main(int argc, char** argv) {
       {"awq_layers_bf16", nullptr, Step::kNone, false, Layers::kAwqBf16},
       {"dense_layers_bf16", nullptr, Step::kNone, false, Layers::kDenseBf16},
   };
-  const std::vector<Shape> bf16_step = DecodeStep(), awq_step = AwqDecodeStep();
+  const std::vector<Shape> bf16_step = DecodeStep(kBf16Layer), awq_step = DecodeStep(kAwqLayer);
   std::vector<std::vector<double>> gb_s(variants.size());
   std::barrier sync(kThreads);
   xinfer::ThreadPool pool(kThreads);
@@ -326,14 +329,10 @@ int main(int argc, char** argv) {
             const std::vector<Shape>& step = var.step == Step::kBf16 ? bf16_step : awq_step;
             size_t offset = 0;
             for (const Shape& op : step) {
-              const int64_t groups = op.rows / 64, group_bytes = 128 * op.steps;
               pool.Run(kThreads, [&](int64_t c, int) {
-                const int64_t g0 = groups * c / kThreads, g1 = groups * (c + 1) / kThreads;
-                const float v = var.gemv(buf + offset + g0 * group_bytes, (g1 - g0) * group_bytes,
-                                         x.data(), op.steps);
-                sink = sink + v;
+                sink = sink + OpShare(var.gemv, buf + offset, op, c, x.data());
               });
-              offset += groups * group_bytes;
+              offset += OpBytes(op);
             }
             bytes = static_cast<double>(offset);
           }
@@ -349,11 +348,8 @@ int main(int argc, char** argv) {
           const std::vector<Shape>& step = var.step == Step::kBf16 ? bf16_step : awq_step;
           size_t offset = 0;
           for (const Shape& op : step) {
-            const int64_t groups = op.rows / 64, group_bytes = 128 * op.steps;
-            const int64_t g0 = groups * tid / kThreads, g1 = groups * (tid + 1) / kThreads;
-            s += var.gemv(buf + offset + g0 * group_bytes, (g1 - g0) * group_bytes, x.data(),
-                          op.steps);
-            offset += groups * group_bytes;
+            s += OpShare(var.gemv, buf + offset, op, tid, x.data());
+            offset += OpBytes(op);
             sync.arrive_and_wait();
           }
           bytes = static_cast<double>(offset);

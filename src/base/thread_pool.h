@@ -54,44 +54,41 @@ class ThreadPool {
     });
   }
 
-  // Splits [0, units) into contiguous ranges and calls fn(begin, end, thread) for each. The
-  // ranges shrink as they go: each takes 1 / (2 x size()) of the units still left, but at least
-  // `min_units` (one range, on the caller alone, when there are too few). Early ranges are long
-  // (a decode GEMV's weight stream restarts once per range) and the last ones short, so the
-  // thread that finishes last keeps the others waiting for a short range only; with equal ranges
-  // (4 per thread) that wait was ~6 % of a decode step (session 7, docs/performance.md).
+  // How ParallelRanges cuts [0, units) into contiguous ranges.
+  //   kShrinking: each range takes 1 / (2 x size()) of the units still left, but at least
+  //     `min_units` (one range, on the caller alone, when there are too few). Early ranges are
+  //     long (a decode GEMV's weight stream restarts once per range) and the last ones short, so
+  //     the thread that finishes last keeps the others waiting for a short range only; with
+  //     equal ranges (4 per thread) that wait was ~6 % of a decode step (session 7,
+  //     docs/performance.md).
+  //   kEqual: one range per thread, as equal as whole units allow (fewer, of at least
+  //     `min_units` each, when there are too few units). For a stream that gains from staying
+  //     long, where the threads' shares take equal time: a one-sequence decode GEMV of int8 4-bit
+  //     weights restarts its weight stream at every range, and kShrinking's ~10 ranges per call
+  //     cost its layers ~10-20 % of their rate (2-core Zen 4, docs/performance.md, session 27).
+  enum class Split { kShrinking, kEqual };
+
+  // Splits [0, units) into contiguous ranges as `split` says and calls fn(begin, end, thread)
+  // for each.
   template <class Fn>
-  void ParallelRanges(int64_t units, int64_t min_units, Fn&& fn) {
+  void ParallelRanges(int64_t units, int64_t min_units, Fn&& fn, Split split = Split::kShrinking) {
     if (units <= 0) return;
     RangeBounds bounds;
-    const int64_t ranges = SplitRanges(units, min_units, bounds);
+    const int64_t ranges = split == Split::kEqual ? SplitEqualRanges(units, min_units, bounds)
+                                                  : SplitRanges(units, min_units, bounds);
     Run(ranges, [&](int64_t c, int thread) { fn(bounds[c], bounds[c + 1], thread); });
   }
 
-  // How many ranges ParallelRanges makes of `units`, and their bounds: range c is
-  // [bounds[c], bounds[c + 1]).
+  // How many ranges ParallelRanges makes of `units` (kShrinking: SplitRanges, kEqual:
+  // SplitEqualRanges), and their bounds: range c is [bounds[c], bounds[c + 1]).
   static constexpr int kMaxRanges = 64;
   using RangeBounds = std::array<int64_t, kMaxRanges + 1>;
   int64_t SplitRanges(int64_t units, int64_t min_units, RangeBounds& bounds) const;
+  int64_t SplitEqualRanges(int64_t units, int64_t min_units, RangeBounds& bounds) const;
   int64_t RangeCount(int64_t units, int64_t min_units) const {
     RangeBounds bounds;
     return SplitRanges(units, min_units, bounds);
   }
-
-  // Splits [0, units) into one contiguous range per thread, as equal as whole units allow (fewer,
-  // of at least `min_units` each, when there are too few units), and calls fn(begin, end,
-  // thread) for each. For a stream that gains from staying long, where the threads' shares take
-  // equal time: a one-sequence decode GEMV of int8 4-bit weights restarts its weight stream at
-  // every range, and ParallelRanges' ~10 ranges per call cost its layers ~10-20 % of their rate
-  // (2-core Zen 4, docs/performance.md, session 27).
-  template <class Fn>
-  void ParallelEqualRanges(int64_t units, int64_t min_units, Fn&& fn) {
-    if (units <= 0) return;
-    RangeBounds bounds;
-    const int64_t ranges = SplitEqualRanges(units, min_units, bounds);
-    Run(ranges, [&](int64_t c, int thread) { fn(bounds[c], bounds[c + 1], thread); });
-  }
-  int64_t SplitEqualRanges(int64_t units, int64_t min_units, RangeBounds& bounds) const;
 
  private:
   using Trampoline = void (*)(void*, int64_t, int);

@@ -144,12 +144,15 @@ TEST(ThreadPoolTest, EqualRangesGiveEachThreadOneContiguousShare) {
   for (int64_t units : {1, 2, 7, 13, 56, 72, 4097}) {
     std::vector<int> hits(units, 0);
     std::mutex mu;
-    three.ParallelEqualRanges(units, 1, [&](int64_t begin, int64_t end, int) {
-      ASSERT_LT(begin, end);
-      EXPECT_LE(end - begin, units / std::min<int64_t>(3, units) + 1) << units;
-      std::lock_guard<std::mutex> lock(mu);
-      for (int64_t i = begin; i < end; ++i) ++hits[i];
-    });
+    three.ParallelRanges(
+        units, 1,
+        [&](int64_t begin, int64_t end, int) {
+          ASSERT_LT(begin, end);
+          EXPECT_LE(end - begin, units / std::min<int64_t>(3, units) + 1) << units;
+          std::lock_guard<std::mutex> lock(mu);
+          for (int64_t i = begin; i < end; ++i) ++hits[i];
+        },
+        ThreadPool::Split::kEqual);
     for (int64_t i = 0; i < units; ++i) ASSERT_EQ(hits[i], 1) << units;
   }
 }

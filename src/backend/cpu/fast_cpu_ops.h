@@ -56,12 +56,13 @@ class FastCpuOps : public CpuOps {
   void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const PagedAttentionBatch& batch, Tensor& out) override;
 
-  // How a quantized Linear's weight rows are cut among the pool's threads for t_rows rows of x:
-  // shrinking ranges claimed as threads come free (ThreadPool::ParallelRanges), or one equal
-  // range per thread (ParallelEqualRanges: one long weight stream each) — for one row of x on
-  // the AVX-512 int8 panel kernels.
-  enum class Ranges { kShrinking, kEqual };
-  Ranges QuantRangesFor(const QuantTensor& w, int64_t t_rows) const;
+  // How a quantized Linear's weight rows are cut among the pool's threads for t_rows rows of x
+  // (ThreadPool::Split): one equal range per thread (one long weight stream each) for one row of
+  // x on the AVX-512 int8 panel kernels, else shrinking ranges claimed as threads come free.
+  using Ranges = ThreadPool::Split;
+  Ranges QuantRangesFor(const QuantTensor& w, int64_t t_rows) const {
+    return RangesFor(t_rows, UsesInt8Activations(w) ? Int8IsaFor(w) : Int8Isa::kNone);
+  }
 
  private:
   // The kernel family a dense Linear on `w` runs.
@@ -99,6 +100,8 @@ class FastCpuOps : public CpuOps {
                           cpu::QuantLinearTask& task);
   // Which int8 kernel takes `w` on this CPU (with int8 activations).
   enum class Int8Isa { kNone, kAvx512, kAvx512Panels, kAvx2, kNeon };
+  // QuantRangesFor for a kernel already chosen (the Linear paths know their int8 ISA).
+  static Ranges RangesFor(int64_t t_rows, Int8Isa isa);
   Int8Isa Int8IsaFor(const QuantTensor& w) const;
   // x quantized to int8 blocks (and their scales, and the AVX-512 kernel's lane corrections) in
   // the layout of w's int8 kernel.

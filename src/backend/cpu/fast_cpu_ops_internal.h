@@ -48,30 +48,29 @@ inline int64_t MinUnits(int64_t min_cost, int64_t unit_cost) {
 template <class Fn>
 void FastCpuOps::ForEachColumnRange(int64_t n, int64_t row_cost, Fn&& fn, int64_t unit,
                                     Ranges ranges) {
-  const int64_t units = fast_cpu_ops_internal::CeilDiv(n, unit);
-  const int64_t min_units =
-      fast_cpu_ops_internal::MinUnits(fast_cpu_ops_internal::kMinParallelMacs, unit * row_cost);
-  auto run = [&](int64_t u0, int64_t u1, int thread) {
-    const int64_t n0 = std::min(n, u0 * unit), n1 = std::min(n, u1 * unit);
-    if (n0 < n1) fn(n0, n1, thread);
-  };
-  if (ranges == Ranges::kEqual) return pool().ParallelEqualRanges(units, min_units, run);
-  pool().ParallelRanges(units, min_units, run);
+  pool().ParallelRanges(
+      fast_cpu_ops_internal::CeilDiv(n, unit),
+      fast_cpu_ops_internal::MinUnits(fast_cpu_ops_internal::kMinParallelMacs, unit * row_cost),
+      [&](int64_t u0, int64_t u1, int thread) {
+        const int64_t n0 = std::min(n, u0 * unit), n1 = std::min(n, u1 * unit);
+        if (n0 < n1) fn(n0, n1, thread);
+      },
+      ranges);
 }
 
 template <class Fn>
 void FastCpuOps::ForEachPartRange(std::span<const int64_t> unit_start, int64_t min_units, Fn&& fn,
                                   Ranges ranges) {
   const size_t parts = unit_start.size() - 1;
-  auto run = [&](int64_t u0, int64_t u1, int) {
-    for (size_t i = 0; i < parts; ++i) {
-      const int64_t b = std::max(u0, unit_start[i]), e = std::min(u1, unit_start[i + 1]);
-      if (b < e) fn(i, b - unit_start[i], e - unit_start[i]);
-    }
-  };
-  if (ranges == Ranges::kEqual)
-    return pool().ParallelEqualRanges(unit_start[parts], min_units, run);
-  pool().ParallelRanges(unit_start[parts], min_units, run);
+  pool().ParallelRanges(
+      unit_start[parts], min_units,
+      [&](int64_t u0, int64_t u1, int) {
+        for (size_t i = 0; i < parts; ++i) {
+          const int64_t b = std::max(u0, unit_start[i]), e = std::min(u1, unit_start[i + 1]);
+          if (b < e) fn(i, b - unit_start[i], e - unit_start[i]);
+        }
+      },
+      ranges);
 }
 
 template <class Fn>

@@ -28,16 +28,14 @@ FastCpuOps::Int8Isa FastCpuOps::Int8IsaFor(const QuantTensor& w) const {
   return Int8Isa::kNone;
 }
 
-FastCpuOps::Ranges FastCpuOps::QuantRangesFor(const QuantTensor& w, int64_t t_rows) const {
+FastCpuOps::Ranges FastCpuOps::RangesFor(int64_t t_rows, Int8Isa isa) {
   // One row of x on the AVX-512 int8 panels streams its weights at the memory's rate only as one
   // long stream per thread: the AWQ decode step's 4-bit layers 0.66 -> 0.81 of the plain read in
   // a 2-core Zen 4's fast minutes, 0.89 -> 0.99 in its slow ones, together with no software
   // prefetch there (`stream_prefetch_bench` awq_layers_int8; docs/performance.md, session 27).
   // Batched calls keep the shrinking ranges: they are compute-bound, and the short last ranges
   // keep the threads' finishing times close.
-  return t_rows == 1 && UsesInt8Activations(w) && Int8IsaFor(w) == Int8Isa::kAvx512Panels
-             ? Ranges::kEqual
-             : Ranges::kShrinking;
+  return t_rows == 1 && isa == Int8Isa::kAvx512Panels ? Ranges::kEqual : Ranges::kShrinking;
 }
 
 bool FastCpuOps::UsesInt8Activations(const QuantTensor& w) const {
@@ -167,7 +165,7 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
           cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
         }
       },
-      QuantRangesFor(parts[0].w->quant(), t_rows));
+      RangesFor(t_rows, isa));
   return true;
 }
 
@@ -183,7 +181,7 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     const Int8Isa isa = PrepareInt8X(x, w, t_rows, task);
     ForEachColumnRange(
         n, t_rows * k, [&](int64_t n0, int64_t n1, int) { RunInt8(isa, task, t_rows, n0, n1); }, 16,
-        QuantRangesFor(w, t_rows));
+        RangesFor(t_rows, isa));
     return;
   }
   // AWQ g128 with F32 activations, placed in the int8 kernels' tiles.

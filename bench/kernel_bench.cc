@@ -115,6 +115,7 @@ BENCHMARK(BM_LinearFromDram)
     ->ArgsProduct({{1, 16, 64}, {9728}, {896}, {1}, {0, 2}})
     ->ArgsProduct({{1, 16, 64}, {896}, {4864}, {1}, {0, 2}})
     ->ArgsProduct({{1, 16}, {1152}, {896}, {1}, {0, 2}})
+    ->ArgsProduct({{16}, {896}, {896}, {1}, {2}})
     ->ArgNames({"T", "N", "K", "dtype", "path"})
     ->UseRealTime();
 
@@ -132,6 +133,8 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
     b->Args({t, 4864, 896, 1, 2, 1});
     b->Args({t, 896, 4864, 1, 2, 1});
   }
+  b->Args({16, 1152, 896, 1, 2, 1});  // q/k/v and o_proj at 16 rows (from cache)
+  b->Args({16, 896, 896, 1, 2, 1});
   b->Args({1, 151936, 896, 1, 2, 1});
   b->Args({16, 151936, 896, 1, 2, 1});
   b->Args({64, 151936, 896, 1, 2, 1});  // 64 rows, weights from DRAM
@@ -245,7 +248,8 @@ BENCHMARK(BM_ReadFromDram)->UseManualTime();
 // one layer per call in turn, so every call finds its rows out of cache, as a decode step does
 // after streaming the other weights. `prefill` 1: one sequence's prompt instead, T = ctx rows at
 // positions 0 .. ctx - 1 (causal: row p attends to p + 1 keys). `bf16` 1: a BF16 cache
-// (`--kv-cache-dtype bfloat16`: half the bytes per key).
+// (`--kv-cache-dtype bfloat16`: half the bytes per key) under F32 activations; 2: that cache under
+// BF16 activations (`--dtype bfloat16`: BF16 products, AttentionGroupBf16).
 void BM_PagedAttention(benchmark::State& state) {
   const bool prefill = state.range(3) != 0;
   const DType kv_dtype = state.range(4) != 0 ? DType::kBF16 : DType::kF32;
@@ -276,7 +280,7 @@ void BM_PagedAttention(benchmark::State& state) {
   const int64_t rows = static_cast<int64_t>(pos.size());
   Tensor q = Random(DType::kF32, {rows, hq, d});
   Tensor o = TheBackend().NewTensor(DType::kF32, {rows, hq, d});
-  FastCpuOps ops(false, Threads());
+  FastCpuOps ops(/*bf16_activations=*/state.range(4) == 2, Threads());
   int64_t layer = 0;
   for (auto _ : state) {
     const Ops::PagedAttentionBatch batch{qstart, pos, tables[layer],
@@ -288,11 +292,12 @@ void BM_PagedAttention(benchmark::State& state) {
       benchmark::Counter(4.0 * hq * d * keys, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->ArgsProduct({{1}, {512}, {0}, {0}, {0, 1}})
-    ->ArgsProduct({{16, 64}, {256}, {0}, {0}, {0, 1}})
-    ->ArgsProduct({{1}, {144, 512}, {1}, {0}, {0, 1}})
-    ->ArgsProduct({{16}, {144, 256}, {1}, {0}, {0, 1}})
-    ->ArgsProduct({{512}, {512}, {0}, {1}, {0, 1}})
+    ->ArgsProduct({{1}, {512}, {0}, {0}, {0, 1, 2}})
+    ->ArgsProduct({{16, 64}, {256}, {0}, {0}, {0, 1, 2}})
+    ->ArgsProduct({{1}, {144, 512}, {1}, {0}, {0, 1, 2}})
+    ->ArgsProduct({{16}, {144, 256}, {1}, {0}, {0, 1, 2}})
+    ->ArgsProduct({{8}, {1024}, {1}, {0}, {1, 2}})  // long contexts, out of cache
+    ->ArgsProduct({{512}, {512}, {0}, {1}, {0, 1, 2}})
     ->ArgNames({"T", "ctx", "cold", "prefill", "bf16"})
     ->UseRealTime();
 

@@ -354,6 +354,17 @@ void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_
 void AttentionGroup(const float* q, int64_t q_stride, int heads, const uint16_t* k_base,
                     const uint16_t* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);
+// Over a BF16 cache with BF16 products (AVX512-BF16 CPUs; FastCpuOps uses it under
+// bf16_activations): the query in two BF16 parts and the softmax weights rounded to BF16,
+// vdpbf16ps against the cached pairs (cpu_kernels_attention_bf16_avx512.cc says the arithmetic). d
+// = 32, 64 or 128 (AttentionGroupBf16Supports), up to AttentionGroupBf16MaxHeads(d) heads per call
+// (4; 2 at d = 128), n_keys >= 1. scratch: at least 6 * (n_keys + 3) floats. A head's result does
+// not depend on the other heads of the call.
+bool AttentionGroupBf16Supports(int64_t d);
+int AttentionGroupBf16MaxHeads(int64_t d);
+void AttentionGroupBf16(const float* q, int64_t q_stride, int heads, const uint16_t* k_base,
+                        const uint16_t* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
+                        float scale, float* scratch, float* out, int64_t out_stride);
 // Dense Linear on 64-row panel groups (cpu_kernels_dense_panels_avx512.cc; DensePanelsLayout:
 // kDwordTiles64 for F32, kWordPairTiles64 for BF16, kWordTiles64 for F16), F32 activations: the
 // AVX2 panel kernel's per-element arithmetic and bits (avx2::LinearPanels below). n0 a multiple of

@@ -17,6 +17,8 @@ namespace {
 bool QuantKernelSupports(const QuantTensor&) { return false; }
 bool NibbleBf16Supports(const QuantTensor&, const CpuFeatures&) { return false; }
 bool AttentionGroupSupports(int64_t) { return false; }
+bool AttentionGroupBf16Supports(int64_t) { return false; }
+int AttentionGroupBf16MaxHeads(int64_t) { NotOnThisCpu(); }
 bool Int8DotSupports(const QuantTensor&, const CpuFeatures&) { return false; }
 bool Int8PanelsSupports(const QuantTensor&, const CpuFeatures&) { return false; }
 int64_t Int8AuxPerRow(QuantType, int64_t) { NotOnThisCpu(); }
@@ -82,6 +84,10 @@ void AttentionRow(const float*, const uint16_t*, const uint16_t*, const int64_t*
 }
 void AttentionGroup(const float*, int64_t, int, const uint16_t*, const uint16_t*, const int64_t*,
                     int64_t, int64_t, float, float*, float*, int64_t) {
+  NotOnThisCpu();
+}
+void AttentionGroupBf16(const float*, int64_t, int, const uint16_t*, const uint16_t*,
+                        const int64_t*, int64_t, int64_t, float, float*, float*, int64_t) {
   NotOnThisCpu();
 }
 float ReadSum(const float*, int64_t) { NotOnThisCpu(); }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+#include <type_traits>
 
 #include "backend/cpu/fast_cpu_ops_internal.h"
 
@@ -358,8 +359,8 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
     offsets_.resize(nth);
   }
   for (int i = 0; i < nth; ++i) {
-    if (static_cast<int64_t>(scores_[i].size()) < 4 * max_keys + 16)
-      scores_[i].resize(4 * max_keys + 16);
+    if (static_cast<int64_t>(scores_[i].size()) < 6 * max_keys + 24)
+      scores_[i].resize(6 * max_keys + 24);
     if (static_cast<int64_t>(offsets_[i].size()) < max_keys) offsets_[i].resize(max_keys);
   }
   XI_CHECK(k_cache.dtype() == v_cache.dtype() &&
@@ -368,6 +369,10 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
   const float* qs = q.data<float>();
   float* os = out.data<float>();
   const bool grouped = avx512 && cpu::avx512::AttentionGroupSupports(d);
+  // Under BF16 activations on AVX512-BF16 CPUs a BF16 cache meets the query (two BF16 parts) in
+  // vdpbf16ps (cpu_kernels.h: AttentionGroupBf16), without widening the cached K/V.
+  const bool bf16_dot = bf16_cache && avx512 && bf16_path_ == cpu::Bf16Path::kBf16Dot &&
+                        cpu::avx512::AttentionGroupBf16Supports(d);
   // One work item per (query row, KV head): its `group` query heads share the K/V rows.
   // The kernels take the cache's element type (float, or uint16_t BF16 bits) as their K/V rows'.
   auto attend_in = [&]<class T>(const T* ks, const T* vs, int64_t item, int thread) {
@@ -382,6 +387,17 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
           static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
       XI_CHECK(slot >= 0 && slot < num_slots);
       off[p] = (slot * hkv + kvh) * d;
+    }
+    if constexpr (std::is_same_v<T, uint16_t>) {
+      if (bf16_dot) {
+        const int max_heads = cpu::avx512::AttentionGroupBf16MaxHeads(d);
+        for (int64_t h = kvh * group; h < (kvh + 1) * group; h += max_heads) {
+          const int heads = static_cast<int>(std::min<int64_t>(max_heads, (kvh + 1) * group - h));
+          cpu::avx512::AttentionGroupBf16(qs + (t * hq + h) * d, d, heads, ks, vs, off, n_keys, d,
+                                          scale, scores, os + (t * hq + h) * d, d);
+        }
+        return;
+      }
     }
     if (grouped || avx2) {
       // Up to 4 of the group's query heads per call share each K/V row load.

@@ -5,8 +5,8 @@
 // weighted sum). The F32 kernels (cpu_kernels_attention_avx512.cc) widen every cached element
 // and run one FMA per element and head in both halves; here the weighted sum takes half the
 // multiply instructions and the scores the same number without the widening (kernel_bench
-// BM_PagedAttention bf16:2 vs 1: 16 rows of 256 keys from cache -25 %, a 512-token prefill
-// -20 %; docs/performance.md, session 28). FastCpuOps::PagedAttention owns the threading.
+// BM_PagedAttention bf16:2 vs 1: 16 rows of 256 keys from cache -31 %, a 512-token prefill's
+// attention -29 %; docs/performance.md, session 28). FastCpuOps::PagedAttention owns the threading.
 //
 // Arithmetic of head h of a call (H heads sharing a KV head), d = 32 * D32:
 //   qh = bf16(q_h), ql = bf16(q_h - qh) (round to nearest even);

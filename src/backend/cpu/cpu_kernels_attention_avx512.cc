@@ -29,8 +29,7 @@ namespace {
 // 16 cache elements widened to F32: F32 as is, BF16 bits shifted into the high half (exact).
 inline __m512 LoadKv(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 LoadKv(const uint16_t* p) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(
-      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+  return WidenBf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 // Softmax-weighted sum of V rows with the output kept in D16 registers (D16 = d / 16).
@@ -171,10 +170,7 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
     _mm512_mask_storeu_ps(e + 4 * p, m, ex);
     sum = _mm512_add_ps(sum, ex);
   }
-  const __m256 half =
-      _mm256_add_ps(_mm512_castps512_ps256(sum),
-                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sum), 1)));
-  const __m128 denom = _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+  const __m128 denom = SumBlocks4(sum);
   alignas(16) float inv[4];
   _mm_store_ps(inv, _mm_div_ps(_mm_set1_ps(1.f), denom));
   // Weighted sum of V rows, each loaded once for the heads.

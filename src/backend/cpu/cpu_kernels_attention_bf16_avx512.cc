@@ -43,11 +43,6 @@ namespace {
 
 inline __m512bh AsBh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
 
-// 16 BF16 values (bits) widened to F32, exactly.
-inline __m512 WidenBf16(__m256i bits) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-}
-
 // 32 elements of a query row rounded to BF16, in element order (cvtne2ps puts its second
 // operand in the low half).
 inline __m512bh RoundToBf16(const float* x) {
@@ -122,10 +117,7 @@ void AttentionGroupBf16Fixed(const float* q, int64_t q_stride, const uint16_t* k
     // The rounded weights back in F32 (exact: a BF16 is the high half of its F32).
     sum = _mm512_add_ps(sum, WidenBf16(ebi));
   }
-  const __m256 half =
-      _mm256_add_ps(_mm512_castps512_ps256(sum),
-                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sum), 1)));
-  const __m128 denom = _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+  const __m128 denom = SumBlocks4(sum);
   alignas(16) float inv[4];
   _mm_store_ps(inv, _mm_div_ps(_mm_set1_ps(1.f), denom));
 

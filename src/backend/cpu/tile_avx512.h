@@ -30,6 +30,20 @@ inline __m512 Exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// 16 BF16 values (bits) widened to F32, exactly: a BF16 is the high half of its F32.
+inline __m512 WidenBf16(__m256i bits) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
+// Lane i of the result: the sum of lanes i, 4 + i, 8 + i and 12 + i (the four 128-bit blocks
+// added 0+2, 1+3, then those two), e.g. per-head softmax denominators kept 4 keys x 4 heads per
+// vector.
+inline __m128 SumBlocks4(__m512 v) {
+  const __m256 half = _mm256_add_ps(
+      _mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+}
+
 // Horizontal sums of four accumulators, lane i of the result for accumulator i. Each sum is
 // added in exactly the tree _mm512_reduce_add_ps uses (128-bit blocks 0+2 and 1+3, then those
 // two, then lanes 0+2 and 1+3 of the block, then those two), so results are bitwise those of

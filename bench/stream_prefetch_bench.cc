@@ -13,7 +13,8 @@
 // engine's own kernels on the 24 layers' Linears of the AWQ model (int8 and BF16 activations) and
 // of the BF16 model, weights placed as the engine places them (`*_layers_*`; session 27).
 //
-//   taskset -c 0,1 build/bin/stream_prefetch_bench [rounds]
+//   taskset -c 0,1 build/bin/stream_prefetch_bench [rounds] [name ...]
+// Names pick the variants to run (the plain read always runs first); none: all of them.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -271,7 +272,7 @@ int main(int argc, char** argv) {
         (static_cast<uint32_t>(i) * 2654435761u >> 8) | 0x3f000000u;
   std::vector<float> x(8192, 1e-3f);
   using Layers = Variant::Layers;
-  const std::vector<Variant> variants = {
+  const std::vector<Variant> all_variants = {
       {"read", nullptr},
       {"t1_4k", GroupGemv<4096, 2>},
       {"t1_8k", GroupGemv<8192, 2>},
@@ -298,6 +299,19 @@ int main(int argc, char** argv) {
       {"awq_layers_bf16", nullptr, Step::kNone, false, Layers::kAwqBf16},
       {"dense_layers_bf16", nullptr, Step::kNone, false, Layers::kDenseBf16},
   };
+  std::vector<Variant> variants = {all_variants[0]};
+  for (size_t v = 1; v < all_variants.size(); ++v) {
+    bool picked = argc <= 2;
+    for (int a = 2; a < argc; ++a) picked = picked || all_variants[v].name == argv[a];
+    if (picked) variants.push_back(all_variants[v]);
+  }
+  if (variants.size() == 1) {
+    std::fprintf(stderr, "stream_prefetch_bench: no variant of that name; the variants:");
+    for (size_t v = 1; v < all_variants.size(); ++v)
+      std::fprintf(stderr, " %s", all_variants[v].name.c_str());
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
   const std::vector<Shape> bf16_step = DecodeStep(kBf16Layer), awq_step = DecodeStep(kAwqLayer);
   std::vector<std::vector<double>> gb_s(variants.size());
   std::barrier sync(kThreads);

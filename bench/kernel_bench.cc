@@ -243,7 +243,8 @@ void BM_ReadFromDram(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadFromDram)->UseManualTime();
 
-// Decode attention: T rows (one per sequence) over `ctx` keys each, 14 query / 2 KV heads of 64.
+// Decode attention: T rows (one per sequence) over `ctx` keys each; `heads` 0: Qwen2.5-0.5B's 14
+// query / 2 KV heads of 64, 1: Qwen3-0.6B's 16 / 8 heads of 128 (4x the K/V bytes per key).
 // `cold` 1: one cache (huge pages, as the engine's) holding enough layers' keys to fill 64 MiB,
 // one layer per call in turn, so every call finds its rows out of cache, as a decode step does
 // after streaming the other weights. `prefill` 1: one sequence's prompt instead, T = ctx rows at
@@ -255,7 +256,8 @@ void BM_PagedAttention(benchmark::State& state) {
   const DType kv_dtype = state.range(4) != 0 ? DType::kBF16 : DType::kF32;
   const int64_t t = state.range(0), ctx = state.range(1);
   const int64_t seqs = prefill ? 1 : t;
-  const int hq = 14, hkv = 2, d = 64, block = 16;
+  const bool qwen3 = state.range(5) == 1;
+  const int hq = qwen3 ? 16 : 14, hkv = qwen3 ? 8 : 2, d = qwen3 ? 128 : 64, block = 16;
   const int64_t blocks_per_seq = (ctx + block - 1) / block;
   const int64_t layer_blocks = seqs * blocks_per_seq;
   const int64_t layer_bytes = 2 * layer_blocks * block * hkv * d * DTypeSize(kv_dtype);
@@ -292,13 +294,17 @@ void BM_PagedAttention(benchmark::State& state) {
       benchmark::Counter(4.0 * hq * d * keys, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->ArgsProduct({{1}, {512}, {0}, {0}, {0, 1, 2}})
-    ->ArgsProduct({{16, 64}, {256}, {0}, {0}, {0, 1, 2}})
-    ->ArgsProduct({{1}, {144, 512}, {1}, {0}, {0, 1, 2}})
-    ->ArgsProduct({{16}, {144, 256}, {1}, {0}, {0, 1, 2}})
-    ->ArgsProduct({{8}, {1024}, {1}, {0}, {1, 2}})  // long contexts, out of cache
-    ->ArgsProduct({{512}, {512}, {0}, {1}, {0, 1, 2}})
-    ->ArgNames({"T", "ctx", "cold", "prefill", "bf16"})
+    ->ArgsProduct({{1}, {512}, {0}, {0}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{16, 64}, {256}, {0}, {0}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{1}, {144, 512}, {1}, {0}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{16}, {144, 256}, {1}, {0}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{8}, {1024}, {1}, {0}, {1, 2}, {0}})  // long contexts, out of cache
+    ->ArgsProduct({{512}, {512}, {0}, {1}, {0, 1, 2}, {0}})
+    // Qwen3's heads: decode from cache and out of it, a long context, a prefill.
+    ->ArgsProduct({{1, 16}, {256}, {0, 1}, {0}, {1, 2}, {1}})
+    ->ArgsProduct({{8}, {1024}, {1}, {0}, {1, 2}, {1}})
+    ->ArgsProduct({{512}, {512}, {0}, {1}, {1, 2}, {1}})
+    ->ArgNames({"T", "ctx", "cold", "prefill", "bf16", "heads"})
     ->UseRealTime();
 
 void BM_Elementwise(benchmark::State& state) {

@@ -165,9 +165,13 @@ inline void PrefetchLines(const void* p, int64_t bytes, bool non_temporal) {
 // once per query row. Decode finds them cold: a whole step of weights streamed through the caches
 // since the layer last ran, so with only the core's own look-ahead the loop waits on DRAM latency
 // (~4x the time it takes on cached rows). The score loop therefore prefetches the first
-// kKvPrefetchKeys keys' rows before it starts and then the rows of the key that far ahead: K into
-// L1 for the scores, V into L2 for the weighted sum that follows (kernel_bench
-// BM_PagedAttention cold:1, one row of 512 keys: 28-37 -> 24-27 us; 16 rows of 256: -25 %).
+// kKvPrefetchKeys keys' rows before it starts and then the rows of the key that far ahead, into
+// L2 (kernel_bench BM_PagedAttention cold:1, one row of 512 keys: 28-37 -> 24-27 us; 16 rows of
+// 256: -25 %). K went into L1 until session 29: with Qwen3's 8 KV heads of 128 (512 bytes of K
+// and V per key and head) 16 keys ahead are 128 lines in flight, more than L1 tracks, and the
+// stream stalled at ~22 GB/s; into L2 the K rows cost the score loop nothing measurable and
+// Qwen3's heads out of cache ran -10-25 % (16 rows x 256 keys 731-800 -> 606-710 us, 8 x 1024
+// 1550-1586 -> 1156-1272), Qwen2.5's 0 to -10 % (2-core Zen 4; docs/performance.md, session 29).
 constexpr int64_t kKvPrefetchKeys = 16;
 // T: the cache's element, float or uint16_t (BF16 bits: `--kv-cache-dtype bfloat16`, half the
 // bytes per row).
@@ -177,7 +181,7 @@ inline void PrefetchKvRow(const T* k_row, const T* v_row, int64_t d) {
   const char* v = reinterpret_cast<const char*>(v_row);
   const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
   for (int64_t o = 0; o < bytes; o += 64) {
-    __builtin_prefetch(k + o, 0, 3);
+    __builtin_prefetch(k + o, 0, 2);
     __builtin_prefetch(v + o, 0, 2);
   }
 }

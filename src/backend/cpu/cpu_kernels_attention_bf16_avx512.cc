@@ -41,8 +41,6 @@
 namespace xinfer::cpu::avx512 {
 namespace {
 
-inline __m512bh AsBh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
-
 // 32 elements of a query row rounded to BF16, in element order (cvtne2ps puts its second
 // operand in the low half).
 inline __m512bh RoundToBf16(const float* x) {

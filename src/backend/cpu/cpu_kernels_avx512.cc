@@ -375,8 +375,6 @@ float FmaLoop(int64_t iters) {
 namespace xinfer::cpu::avx512 {
 namespace {
 
-inline __m512bh AsBh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
-
 template <int MR, int NR, bool TILED>
 void TileBf16Dot(const uint16_t* xb, int64_t ldxb, const uint16_t* w, int64_t k, const float* bias,
                  float* out, int64_t ldo, bool prefetch) {

@@ -62,8 +62,6 @@ namespace {
 constexpr int64_t kGroup = 128;
 constexpr int64_t kGroupXElems = 2 * kGroup;  // hi and lo values of one group of x
 
-inline __m512bh AsBh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
-
 // m_n = BF16(1 + q/16) for nibble n of each word of `v`.
 inline void UnpackGroup(__m512i v, __m512bh m[4]) {
   const __m512i mask = _mm512_set1_epi16(0x0078);  // BF16 mantissa bits 3..6

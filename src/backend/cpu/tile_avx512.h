@@ -10,6 +10,9 @@ namespace xinfer::cpu::avx512 {
 
 inline __mmask16 TailMask16(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
 
+// 32 BF16 values' bits as the vdpbf16ps operand type (a reinterpretation, no instruction).
+inline __m512bh AsBh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
+
 // exp(x) for softmax and SiLU: Cephes expf polynomial after range reduction by ln 2, scaled by
 // 2^n with vscalefps (which also gives 0 / inf at the ends of the range). About 1 ulp.
 inline __m512 Exp512(__m512 x) {

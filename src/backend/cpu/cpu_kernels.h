@@ -164,41 +164,46 @@ inline void PrefetchLines(const void* p, int64_t bytes, bool non_temporal) {
 // Paged attention reads each key's K and V rows (d floats each, where the block table puts them)
 // once per query row. Decode finds them cold: a whole step of weights streamed through the caches
 // since the layer last ran, so with only the core's own look-ahead the loop waits on DRAM latency
-// (~4x the time it takes on cached rows). The score loop therefore prefetches the first
-// kKvPrefetchKeys keys' rows before it starts and then the rows of the key that far ahead, into
-// L2 (kernel_bench BM_PagedAttention cold:1, one row of 512 keys: 28-37 -> 24-27 us; 16 rows of
-// 256: -25 %). K went into L1 until session 29: with Qwen3's 8 KV heads of 128 (512 bytes of K
-// and V per key and head) 16 keys ahead are 128 lines in flight, more than L1 tracks, and the
-// stream stalled at ~22 GB/s; into L2 the K rows cost the score loop nothing measurable and
-// Qwen3's heads out of cache ran -10-25 % (16 rows x 256 keys 731-800 -> 606-710 us, 8 x 1024
-// 1550-1586 -> 1156-1272), Qwen2.5's 0 to -10 % (2-core Zen 4; docs/performance.md, session 29).
+// (~4x the time it takes on cached rows). Each pass over the keys therefore prefetches the rows it
+// will read `ahead` keys before it reads them, into L2 (kernel_bench BM_PagedAttention cold:1, one
+// row of 512 keys: 28-37 -> 24-27 us; 16 rows of 256: -25 %). K went into L1 until session 29:
+// with Qwen3's 8 KV heads of 128, 16 keys ahead were 128 lines in flight, more than L1 tracks, and
+// the stream stalled at ~22 GB/s (into L2: -10-25 %). Session 30, on the AVX-512 kernels: the
+// score pass prefetches K and the weighted-sum pass V (the score pass had prefetched both, so DRAM
+// idled while the weighted sum read L2), and the look-ahead is 8 KiB of rows (at least 16 keys)
+// instead of 16 keys whatever their size — BF16 rows of 64 (Qwen2.5) are 128 bytes, 16 of them
+// only 2 KiB. Out of cache, BF16 products: Qwen3's heads 16 x 256 keys +18 %, 8 x 1024 +22 %,
+// Qwen2.5's +20-25 %; the F32 kernels +10-25 % (2-core Zen 4; docs/performance.md, session 30).
+// The AVX2 and Highway kernels keep session 29's scheme (16 keys, K and V in the score pass): not
+// re-measured on their hosts.
 constexpr int64_t kKvPrefetchKeys = 16;
+constexpr int64_t kKvPrefetchBytes = 8192;
+template <class T>
+constexpr int64_t KvPrefetchKeys(int64_t d) {
+  const int64_t keys = kKvPrefetchBytes / (d * static_cast<int64_t>(sizeof(T)));
+  return keys > kKvPrefetchKeys ? keys : kKvPrefetchKeys;
+}
 // T: the cache's element, float or uint16_t (BF16 bits: `--kv-cache-dtype bfloat16`, half the
 // bytes per row).
 template <class T>
-inline void PrefetchKvRow(const T* k_row, const T* v_row, int64_t d) {
-  const char* k = reinterpret_cast<const char*>(k_row);
-  const char* v = reinterpret_cast<const char*>(v_row);
+inline void PrefetchCacheRow(const T* row, int64_t d) {
+  const char* c = reinterpret_cast<const char*>(row);
   const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
-  for (int64_t o = 0; o < bytes; o += 64) {
-    __builtin_prefetch(k + o, 0, 2);
-    __builtin_prefetch(v + o, 0, 2);
-  }
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 2);
 }
-// Before the score loop over keys [0, n) (row_off as the attention kernels take it): the first
-// kKvPrefetchKeys keys' rows.
+// Before a pass over keys [0, n) of `base` (K or V; row_off as the attention kernels take it):
+// the first `ahead` (KvPrefetchKeys) keys' rows.
 template <class T>
-inline void PrefetchFirstKvRows(const T* k_base, const T* v_base, const int64_t* row_off, int64_t n,
-                                int64_t d) {
-  for (int64_t p = 0; p < kKvPrefetchKeys && p < n; ++p)
-    PrefetchKvRow(k_base + row_off[p], v_base + row_off[p], d);
+inline void PrefetchFirstRows(const T* base, const int64_t* row_off, int64_t n, int64_t d,
+                              int64_t ahead) {
+  for (int64_t p = 0; p < ahead && p < n; ++p) PrefetchCacheRow(base + row_off[p], d);
 }
-// At key p: the rows of key p + kKvPrefetchKeys (the last key's again near the end).
+// At key p: the row of key p + ahead (the last key's again near the end).
 template <class T>
-inline void PrefetchKvRowsAhead(const T* k_base, const T* v_base, const int64_t* row_off, int64_t p,
-                                int64_t n, int64_t d) {
-  const int64_t ahead = p + kKvPrefetchKeys < n ? p + kKvPrefetchKeys : n - 1;
-  PrefetchKvRow(k_base + row_off[ahead], v_base + row_off[ahead], d);
+inline void PrefetchRowAhead(const T* base, const int64_t* row_off, int64_t p, int64_t n, int64_t d,
+                             int64_t ahead) {
+  const int64_t r = p + ahead < n ? p + ahead : n - 1;
+  PrefetchCacheRow(base + row_off[r], d);
 }
 
 // The loop nest every Linear kernel runs: weight rows [n0, n1) in blocks of `block_rows` (kept

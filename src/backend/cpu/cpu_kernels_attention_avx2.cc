@@ -109,15 +109,19 @@ void Group(const float* q, int64_t q_stride, const T* k_base, const T* v_base, c
     oh[h] = out + (h < kHeads ? h : 0) * out_stride;
   }
   const int64_t d8 = d / 8;
+  constexpr int64_t ahead = kKvPrefetchKeys;  // AVX2 hosts: not re-measured with KvPrefetchKeys
   // Scores: e[4p + h] is head h's for key p; two keys per pass for more FMA chains (a key's
   // score is the same in a pair or alone).
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
-  PrefetchFirstKvRows(k_base, v_base, off, n, d);
+  PrefetchFirstRows(k_base, off, n, d, ahead);
+  PrefetchFirstRows(v_base, off, n, d, ahead);
   int64_t p = 0;
   for (; p + 2 <= n; p += 2) {
-    PrefetchKvRowsAhead(k_base, v_base, off, p, n, d);
-    PrefetchKvRowsAhead(k_base, v_base, off, p + 1, n, d);
+    PrefetchRowAhead(k_base, off, p, n, d, ahead);
+    PrefetchRowAhead(v_base, off, p, n, d, ahead);
+    PrefetchRowAhead(k_base, off, p + 1, n, d, ahead);
+    PrefetchRowAhead(v_base, off, p + 1, n, d, ahead);
     __m128 s0, s1;
     ScorePair<kHeads, kD8>(qh, k_base + off[p], k_base + off[p + 1], d8, sc, s0, s1);
     _mm_storeu_ps(e + 4 * p, s0);

@@ -36,10 +36,13 @@ inline __m512 LoadKv(const uint16_t* p) {
 template <int D16, class T>
 void WeightedSumFixed(const T* v_base, const int64_t* off, const float* e, int64_t n,
                       float inv_denom, float* out) {
+  constexpr int64_t ahead = KvPrefetchKeys<T>(16 * D16);
   __m512 o[D16];
 #pragma GCC unroll 16
   for (int c = 0; c < D16; ++c) o[c] = _mm512_setzero_ps();
+  PrefetchFirstRows(v_base, off, n, 16 * D16, ahead);
   for (int64_t p = 0; p < n; ++p) {
+    PrefetchRowAhead(v_base, off, p, n, 16 * D16, ahead);
     const __m512 wp = _mm512_set1_ps(e[p]);
     const T* vr = v_base + off[p];
 #pragma GCC unroll 16
@@ -53,10 +56,14 @@ void WeightedSumFixed(const T* v_base, const int64_t* off, const float* e, int64
 template <class T>
 void WeightedSumAny(const T* v_base, const int64_t* off, const float* e, int64_t n, int64_t d,
                     float inv_denom, float* out) {
+  const int64_t ahead = KvPrefetchKeys<T>(d);
+  PrefetchFirstRows(v_base, off, n, d, ahead);
   for (int64_t c = 0; c < d; c += 16) {
     __m512 o = _mm512_setzero_ps();
-    for (int64_t p = 0; p < n; ++p)
+    for (int64_t p = 0; p < n; ++p) {
+      if (c == 0) PrefetchRowAhead(v_base, off, p, n, d, ahead);
       o = _mm512_fmadd_ps(_mm512_set1_ps(e[p]), LoadKv(v_base + off[p] + c), o);
+    }
     _mm512_storeu_ps(out + c, _mm512_mul_ps(o, _mm512_set1_ps(inv_denom)));
   }
 }
@@ -73,18 +80,19 @@ inline __m512 DotFixed(const __m512 (&qv)[D16], const T* kr) {
 // Scores of 4 keys at a time: ReduceAdd4 sums each key's accumulator in the same tree as a
 // separate reduction would, so a score does not depend on its neighbours (or on n).
 template <int D16, class T>
-float ScoresFixed(const float* q, const T* k_base, const T* v_base, const int64_t* off, int64_t n,
-                  float scale, float* scores) {
+float ScoresFixed(const float* q, const T* k_base, const int64_t* off, int64_t n, float scale,
+                  float* scores) {
+  constexpr int64_t ahead = KvPrefetchKeys<T>(16 * D16);
   __m512 qv[D16];
 #pragma GCC unroll 16
   for (int c = 0; c < D16; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
-  PrefetchFirstKvRows(k_base, v_base, off, n, 16 * D16);
+  PrefetchFirstRows(k_base, off, n, 16 * D16, ahead);
   int64_t p = 0;
   for (; p + 4 <= n; p += 4) {
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) PrefetchKvRowsAhead(k_base, v_base, off, p + j, n, 16 * D16);
+    for (int j = 0; j < 4; ++j) PrefetchRowAhead(k_base, off, p + j, n, 16 * D16, ahead);
     const __m128 s =
         _mm_mul_ps(ReduceAdd4(DotFixed(qv, k_base + off[p]), DotFixed(qv, k_base + off[p + 1]),
                               DotFixed(qv, k_base + off[p + 2]), DotFixed(qv, k_base + off[p + 3])),
@@ -109,12 +117,13 @@ float ScoresFixed(const float* q, const T* k_base, const T* v_base, const int64_
 }
 
 template <class T>
-float ScoresAny(const float* q, const T* k_base, const T* v_base, const int64_t* off, int64_t n,
-                int64_t d, float scale, float* scores) {
+float ScoresAny(const float* q, const T* k_base, const int64_t* off, int64_t n, int64_t d,
+                float scale, float* scores) {
+  const int64_t ahead = KvPrefetchKeys<T>(d);
   float mx = -INFINITY;
-  PrefetchFirstKvRows(k_base, v_base, off, n, d);
+  PrefetchFirstRows(k_base, off, n, d, ahead);
   for (int64_t p = 0; p < n; ++p) {
-    PrefetchKvRowsAhead(k_base, v_base, off, p, n, d);
+    PrefetchRowAhead(k_base, off, p, n, d, ahead);
     const T* kr = k_base + off[p];
     __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), LoadKv(kr));
     for (int64_t c = 16; c < d; c += 16)
@@ -132,6 +141,7 @@ template <int D16, class T>
 void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k_base,
                          const T* v_base, const int64_t* off, int64_t n, float scale, float* e,
                          float* out, int64_t out_stride) {
+  constexpr int64_t ahead = KvPrefetchKeys<T>(16 * D16);
   const __m512 zero = _mm512_setzero_ps();
   __m512 qv[4][D16];
 #pragma GCC unroll 4
@@ -142,9 +152,9 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
   // Scores: lane h of key p's vector is head h's (scaled) q . k.
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
-  PrefetchFirstKvRows(k_base, v_base, off, n, 16 * D16);
+  PrefetchFirstRows(k_base, off, n, 16 * D16, ahead);
   for (int64_t p = 0; p < n; ++p) {
-    PrefetchKvRowsAhead(k_base, v_base, off, p, n, 16 * D16);
+    PrefetchRowAhead(k_base, off, p, n, 16 * D16, ahead);
     const T* kr = k_base + off[p];
     __m512 kv[D16];
 #pragma GCC unroll 8
@@ -179,7 +189,9 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
   for (int h = 0; h < 4; ++h)
 #pragma GCC unroll 8
     for (int c = 0; c < D16; ++c) o[h][c] = zero;
+  PrefetchFirstRows(v_base, off, n, 16 * D16, ahead);
   for (int64_t p = 0; p < n; ++p) {
+    PrefetchRowAhead(v_base, off, p, n, 16 * D16, ahead);
     const T* vr = v_base + off[p];
     __m512 vv[D16];
 #pragma GCC unroll 8
@@ -207,16 +219,16 @@ void AttentionRowImpl(const float* q, const T* k_base, const T* v_base, const in
   float mx;
   switch (d) {
     case 32:
-      mx = ScoresFixed<2>(q, k_base, v_base, row_off, n_keys, scale, scores);
+      mx = ScoresFixed<2>(q, k_base, row_off, n_keys, scale, scores);
       break;
     case 64:
-      mx = ScoresFixed<4>(q, k_base, v_base, row_off, n_keys, scale, scores);
+      mx = ScoresFixed<4>(q, k_base, row_off, n_keys, scale, scores);
       break;
     case 128:
-      mx = ScoresFixed<8>(q, k_base, v_base, row_off, n_keys, scale, scores);
+      mx = ScoresFixed<8>(q, k_base, row_off, n_keys, scale, scores);
       break;
     default:
-      mx = ScoresAny(q, k_base, v_base, row_off, n_keys, d, scale, scores);
+      mx = ScoresAny(q, k_base, row_off, n_keys, d, scale, scores);
   }
   // Softmax numerators in place; the denominator summed in 16 lanes in key order.
   const __m512 mv = _mm512_set1_ps(mx);

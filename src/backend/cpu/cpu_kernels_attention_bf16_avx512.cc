@@ -10,8 +10,9 @@
 //
 // Arithmetic of head h of a call (H heads sharing a KV head), d = 32 * D32:
 //   qh = bf16(q_h), ql = bf16(q_h - qh) (round to nearest even);
-//   s_p = ReduceAdd4 lane h of (per 32 elements c: vdpbf16ps with qh_c, then ql_c, against K_p's
-//         pairs, one chain) * scale;
+//   s_p = ReduceAdd4's sum of head h's accumulator (per 32 elements c: vdpbf16ps with qh_c, then
+//         ql_c, against K_p's pairs, one chain) * scale — each lane of ReduceAdd4 is its own
+//         accumulator's fixed tree, so two keys share one reduction when H <= 2;
 //   e_p = Exp512(s_p - max_p s_p); eb_p = bf16(e_p);
 //   o = for each pair (2j, 2j + 1) of keys: vdpbf16ps(o, (eb_2j, eb_2j+1), (V_2j, V_2j+1))
 //       (a missing last key of an odd count: weight 0 and a zero row);
@@ -51,6 +52,7 @@ template <int H, int D32>
 void AttentionGroupBf16Fixed(const float* q, int64_t q_stride, const uint16_t* k_base,
                              const uint16_t* v_base, const int64_t* off, int64_t n, float scale,
                              float* scratch, float* out, int64_t out_stride) {
+  constexpr int64_t ahead = KvPrefetchKeys<uint16_t>(32 * D32);
   static_assert(H >= 1 && H <= 4 && H * 2 * D32 <= 16, "accumulators must fit the registers");
   const __m512 zero = _mm512_setzero_ps();
   // The query as two BF16 vectors per 32 elements, hi = bf16(q) and lo = bf16(q - hi): hi + lo
@@ -74,22 +76,46 @@ void AttentionGroupBf16Fixed(const float* q, int64_t q_stride, const uint16_t* k
   float* e = scratch;
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
-  PrefetchFirstKvRows(k_base, v_base, off, n, 32 * D32);
-  for (int64_t p = 0; p < n; ++p) {
-    PrefetchKvRowsAhead(k_base, v_base, off, p, n, 32 * D32);
+  PrefetchFirstRows(k_base, off, n, 32 * D32, ahead);
+  // One key's H scores: lane h of the ReduceAdd4 of its H accumulators (a zero one for h >= H).
+  auto dot_key = [&](int64_t p, __m512* acc) {
+    PrefetchRowAhead(k_base, off, p, n, 32 * D32, ahead);
     const uint16_t* kr = k_base + off[p];
     __m512bh kv[D32];
 #pragma GCC unroll 4
     for (int c = 0; c < D32; ++c) kv[c] = AsBh(_mm512_loadu_si512(kr + 32 * c));
-    __m512 acc[4] = {zero, zero, zero, zero};
 #pragma GCC unroll 4
     for (int h = 0; h < H; ++h) {
+      acc[h] = zero;
 #pragma GCC unroll 4
       for (int c = 0; c < D32; ++c) {
         acc[h] = _mm512_dpbf16_ps(acc[h], qh[h][c], kv[c]);
         acc[h] = _mm512_dpbf16_ps(acc[h], ql[h][c], kv[c]);
       }
     }
+  };
+  int64_t p = 0;
+  if constexpr (H <= 2) {
+    // Two keys per ReduceAdd4 (its lanes are independent sums, so the scores are the same as one
+    // key per reduction): half the reductions, and two keys' chains in flight.
+    const __m128 z4 = _mm_setzero_ps();
+    for (; p + 2 <= n; p += 2) {
+      __m512 acc[4] = {zero, zero, zero, zero};
+      dot_key(p, acc);
+      dot_key(p + 1, acc + 2);
+      const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
+      // Key p's H scores in lanes 0, 1 and key p + 1's in 2, 3: each key's 4 lanes stored apart,
+      // the unused lanes zero as with one key per reduction.
+      const __m128 first = _mm_movelh_ps(s, z4);
+      const __m128 second = _mm_movehl_ps(z4, s);
+      _mm_storeu_ps(e + 4 * p, first);
+      _mm_storeu_ps(e + 4 * p + 4, second);
+      mx = _mm_max_ps(mx, _mm_max_ps(first, second));
+    }
+  }
+  for (; p < n; ++p) {
+    __m512 acc[4] = {zero, zero, zero, zero};
+    dot_key(p, acc);
     const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
     _mm_storeu_ps(e + 4 * p, s);
     mx = _mm_max_ps(s, mx);
@@ -143,7 +169,12 @@ void AttentionGroupBf16Fixed(const float* q, int64_t q_stride, const uint16_t* k
     }
   };
   const int64_t pairs = n / 2;
-  for (int64_t j = 0; j < pairs; ++j) step(j, v_base + off[2 * j], v_base + off[2 * j + 1]);
+  PrefetchFirstRows(v_base, off, n, 32 * D32, ahead);
+  for (int64_t j = 0; j < pairs; ++j) {
+    PrefetchRowAhead(v_base, off, 2 * j, n, 32 * D32, ahead);
+    PrefetchRowAhead(v_base, off, 2 * j + 1, n, 32 * D32, ahead);
+    step(j, v_base + off[2 * j], v_base + off[2 * j + 1]);
+  }
   if (n % 2 != 0) step(pairs, v_base + off[n - 1], nullptr);
   const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
   const __m512i second =

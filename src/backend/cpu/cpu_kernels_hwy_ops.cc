@@ -176,20 +176,24 @@ void AttentionRowT(const float* q, const T* k_base, const T* v_base, const int64
                    int64_t n_keys, int64_t d, float scale, float* scores, float* out) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  constexpr int64_t ahead = kKvPrefetchKeys;  // not re-measured with KvPrefetchKeys here
   // Scores, eight keys at a time (then four, then one); each key's sequence is the same as alone.
-  PrefetchFirstKvRows(k_base, v_base, row_off, n_keys, d);
+  PrefetchFirstRows(k_base, row_off, n_keys, d, ahead);
+  PrefetchFirstRows(v_base, row_off, n_keys, d, ahead);
   const T* k[8];
   int64_t p = 0;
   for (; p + 8 <= n_keys; p += 8) {
     for (int j = 0; j < 8; ++j) {
-      PrefetchKvRowsAhead(k_base, v_base, row_off, p + j, n_keys, d);
+      PrefetchRowAhead(k_base, row_off, p + j, n_keys, d, ahead);
+      PrefetchRowAhead(v_base, row_off, p + j, n_keys, d, ahead);
       k[j] = k_base + row_off[p + j];
     }
     ScoreKeys<8>(q, k, d, scale, scores + p);
   }
   for (; p + 4 <= n_keys; p += 4) {
     for (int j = 0; j < 4; ++j) {
-      PrefetchKvRowsAhead(k_base, v_base, row_off, p + j, n_keys, d);
+      PrefetchRowAhead(k_base, row_off, p + j, n_keys, d, ahead);
+      PrefetchRowAhead(v_base, row_off, p + j, n_keys, d, ahead);
       k[j] = k_base + row_off[p + j];
     }
     ScoreKeys<4>(q, k, d, scale, scores + p);

@@ -358,6 +358,7 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
     scores_.resize(nth);
     offsets_.resize(nth);
   }
+  offsets_row_.assign(nth, -1);
   for (int i = 0; i < nth; ++i) {
     if (static_cast<int64_t>(scores_[i].size()) < 6 * max_keys + 24)
       scores_[i].resize(6 * max_keys + 24);
@@ -375,19 +376,28 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
                         cpu::avx512::AttentionGroupBf16Supports(d);
   // One work item per (query row, KV head): its `group` query heads share the K/V rows.
   // The kernels take the cache's element type (float, or uint16_t BF16 bits) as their K/V rows'.
-  auto attend_in = [&]<class T>(const T* ks, const T* vs, int64_t item, int thread) {
+  auto attend_in = [&]<class T>(const T* k_cache_base, const T* v_cache_base, int64_t item,
+                                int thread) {
     const int64_t t = item / hkv, kvh = item % hkv;
     float* scores = scores_[thread].data();
     int64_t* off = offsets_[thread].data();
-    const int32_t* table = b.block_tables.data() + seq_of_[t] * b.max_blocks_per_seq;
     const int64_t n_keys = b.positions[t] + 1;
     XI_CHECK(n_keys <= max_keys);
-    for (int64_t p = 0; p < n_keys; ++p) {
-      const int64_t slot =
-          static_cast<int64_t>(table[p / b.block_size]) * b.block_size + p % b.block_size;
-      XI_CHECK(slot >= 0 && slot < num_slots);
-      off[p] = (slot * hkv + kvh) * d;
+    // The row offsets are the same for every KV head of row t (the head is in the base
+    // pointers), so a thread computes them once for consecutive items of one row.
+    if (offsets_row_[thread] != t) {
+      const int32_t* table = b.block_tables.data() + seq_of_[t] * b.max_blocks_per_seq;
+      for (int64_t p0 = 0; p0 < n_keys; p0 += b.block_size) {
+        const int64_t block = table[p0 / b.block_size];
+        const int64_t in_block = std::min<int64_t>(b.block_size, n_keys - p0);
+        XI_CHECK(block >= 0 && block * b.block_size + in_block <= num_slots);
+        const int64_t first = block * b.block_size * hkv * d;
+        for (int64_t i = 0; i < in_block; ++i) off[p0 + i] = first + i * hkv * d;
+      }
+      offsets_row_[thread] = t;
     }
+    const T* ks = k_cache_base + kvh * d;
+    const T* vs = v_cache_base + kvh * d;
     if constexpr (std::is_same_v<T, uint16_t>) {
       if (bf16_dot) {
         const int max_heads = cpu::avx512::AttentionGroupBf16MaxHeads(d);

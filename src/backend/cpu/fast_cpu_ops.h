@@ -170,7 +170,10 @@ class FastCpuOps : public CpuOps {
   std::vector<float> rope_cos_, rope_sin_;  // [rope_rows_, dim / 2]
   std::vector<std::vector<float>> scores_;  // per thread
   std::vector<std::vector<float>> panels_;  // per thread: dequantized weight rows
+  // Per thread: the cache row offsets of one query row's keys (slot * hkv * d, the KV head's
+  // d * kvh added to the base pointers), and which row they are for (-1: none yet this call).
   std::vector<std::vector<int64_t>> offsets_;
+  std::vector<int64_t> offsets_row_;
   std::vector<int32_t> seq_of_;
 };
 

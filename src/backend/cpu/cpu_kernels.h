@@ -351,11 +351,13 @@ void AttentionRow(const float* q, const float* k_base, const float* v_base, cons
 void AttentionRow(const float* q, const uint16_t* k_base, const uint16_t* v_base,
                   const int64_t* row_off, int64_t n_keys, int64_t d, float scale, float* scores,
                   float* out);
-// Up to 4 query heads (rows q + h * q_stride, outputs out + h * out_stride) that share one KV
-// head, each K/V row loaded once for all (cpu_kernels_attention_avx512.cc); d = 32 or 64
-// (AttentionGroupSupports). scratch: at least 4 * (n_keys + 3) floats. A head's result does not
-// depend on the other heads of the call.
+// Up to AttentionGroupMaxHeads(d) query heads (4; 2 at d = 128; rows q + h * q_stride, outputs
+// out + h * out_stride) that share one KV head, each K/V row loaded once for all
+// (cpu_kernels_attention_avx512.cc); d = 32, 64 or 128 (AttentionGroupSupports), n_keys >= 1.
+// scratch: at least 4 * (n_keys + 3) floats. A head's result does not depend on the other heads
+// of the call.
 bool AttentionGroupSupports(int64_t d);
+int AttentionGroupMaxHeads(int64_t d);
 void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                     float scale, float* scratch, float* out, int64_t out_stride);

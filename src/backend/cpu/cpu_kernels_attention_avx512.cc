@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "base/check.h"
 
 // GCC 12's AVX-512 headers build results from _mm256_undefined_*(); see cpu_kernels_avx512.cc.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -135,17 +136,24 @@ float ScoresAny(const float* q, const T* k_base, const int64_t* off, int64_t n, 
   return mx;
 }
 
-// Up to 4 query heads sharing one KV head (GQA), d = 16 * D16: each K and V row is loaded once
-// for all of them. e: scratch of 4 * (n rounded up to 4) floats, key p's 4 heads at 4p.
+// Up to MaxHeads(D16) query heads sharing one KV head (GQA), d = 16 * D16: each K and V row is
+// loaded once for all of them. e: scratch of 4 * (n rounded up to 4) floats, key p's 4 heads at
+// 4p. At d = 128 two heads (their queries, a K row and the accumulators fill the registers).
+template <int D16>
+constexpr int MaxHeads() {
+  return D16 <= 4 ? 4 : 2;
+}
+
 template <int D16, class T>
 void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k_base,
                          const T* v_base, const int64_t* off, int64_t n, float scale, float* e,
                          float* out, int64_t out_stride) {
   constexpr int64_t ahead = KvPrefetchKeys<T>(16 * D16);
+  constexpr int kH = MaxHeads<D16>();
   const __m512 zero = _mm512_setzero_ps();
-  __m512 qv[4][D16];
+  __m512 qv[kH][D16];
 #pragma GCC unroll 4
-  for (int h = 0; h < 4; ++h)
+  for (int h = 0; h < kH; ++h)
 #pragma GCC unroll 8
     for (int c = 0; c < D16; ++c)
       qv[h][c] = h < heads ? _mm512_loadu_ps(q + h * q_stride + 16 * c) : zero;
@@ -153,19 +161,38 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
   const __m128 sc = _mm_set1_ps(scale);
   __m128 mx = _mm_set1_ps(-INFINITY);
   PrefetchFirstRows(k_base, off, n, 16 * D16, ahead);
-  for (int64_t p = 0; p < n; ++p) {
+  auto dot_key = [&](int64_t p, __m512* acc) {
     PrefetchRowAhead(k_base, off, p, n, 16 * D16, ahead);
     const T* kr = k_base + off[p];
     __m512 kv[D16];
 #pragma GCC unroll 8
     for (int c = 0; c < D16; ++c) kv[c] = LoadKv(kr + 16 * c);
-    __m512 acc[4];
 #pragma GCC unroll 4
-    for (int h = 0; h < 4; ++h) {
+    for (int h = 0; h < kH; ++h) {
       acc[h] = _mm512_mul_ps(qv[h][0], kv[0]);
 #pragma GCC unroll 8
       for (int c = 1; c < D16; ++c) acc[h] = _mm512_fmadd_ps(qv[h][c], kv[c], acc[h]);
     }
+  };
+  int64_t p = 0;
+  if constexpr (kH == 2) {
+    // Two keys per ReduceAdd4 (each lane is its own accumulator's fixed tree: the same scores).
+    const __m128 z4 = _mm_setzero_ps();
+    for (; p + 2 <= n; p += 2) {
+      __m512 acc[4];
+      dot_key(p, acc);
+      dot_key(p + 1, acc + 2);
+      const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
+      const __m128 first = _mm_movelh_ps(s, z4);
+      const __m128 second = _mm_movehl_ps(z4, s);
+      _mm_storeu_ps(e + 4 * p, first);
+      _mm_storeu_ps(e + 4 * p + 4, second);
+      mx = _mm_max_ps(mx, _mm_max_ps(first, second));
+    }
+  }
+  for (; p < n; ++p) {
+    __m512 acc[4] = {zero, zero, zero, zero};
+    dot_key(p, acc);
     const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
     _mm_storeu_ps(e + 4 * p, s);
     mx = _mm_max_ps(s, mx);
@@ -184,9 +211,9 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
   alignas(16) float inv[4];
   _mm_store_ps(inv, _mm_div_ps(_mm_set1_ps(1.f), denom));
   // Weighted sum of V rows, each loaded once for the heads.
-  __m512 o[4][D16];
+  __m512 o[kH][D16];
 #pragma GCC unroll 4
-  for (int h = 0; h < 4; ++h)
+  for (int h = 0; h < kH; ++h)
 #pragma GCC unroll 8
     for (int c = 0; c < D16; ++c) o[h][c] = zero;
   PrefetchFirstRows(v_base, off, n, 16 * D16, ahead);
@@ -197,14 +224,14 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
 #pragma GCC unroll 8
     for (int c = 0; c < D16; ++c) vv[c] = LoadKv(vr + 16 * c);
 #pragma GCC unroll 4
-    for (int h = 0; h < 4; ++h) {
+    for (int h = 0; h < kH; ++h) {
       const __m512 wp = _mm512_set1_ps(e[4 * p + h]);
 #pragma GCC unroll 8
       for (int c = 0; c < D16; ++c) o[h][c] = _mm512_fmadd_ps(wp, vv[c], o[h][c]);
     }
   }
 #pragma GCC unroll 4
-  for (int h = 0; h < 4; ++h) {
+  for (int h = 0; h < kH; ++h) {
     if (h >= heads) break;
     const __m512 iv = _mm512_set1_ps(inv[h]);
 #pragma GCC unroll 8
@@ -257,10 +284,16 @@ template <class T>
 void AttentionGroupImpl(const float* q, int64_t q_stride, int heads, const T* k_base,
                         const T* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,
                         float scale, float* scratch, float* out, int64_t out_stride) {
+  XI_CHECK_MSG(
+      AttentionGroupSupports(d) && heads >= 1 && heads <= AttentionGroupMaxHeads(d) && n_keys >= 1,
+      "AttentionGroup: unsupported head dim, head count or no keys");
   if (d == 32)
     return AttentionGroupFixed<2>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale,
                                   scratch, out, out_stride);
-  AttentionGroupFixed<4>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale, scratch, out,
+  if (d == 64)
+    return AttentionGroupFixed<4>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale,
+                                  scratch, out, out_stride);
+  AttentionGroupFixed<8>(q, q_stride, heads, k_base, v_base, row_off, n_keys, scale, scratch, out,
                          out_stride);
 }
 
@@ -276,7 +309,9 @@ void AttentionRow(const float* q, const uint16_t* k_base, const uint16_t* v_base
   AttentionRowImpl(q, k_base, v_base, row_off, n_keys, d, scale, scores, out);
 }
 
-bool AttentionGroupSupports(int64_t d) { return d == 32 || d == 64; }
+bool AttentionGroupSupports(int64_t d) { return d == 32 || d == 64 || d == 128; }
+
+int AttentionGroupMaxHeads(int64_t d) { return d == 128 ? MaxHeads<8>() : MaxHeads<4>(); }
 
 void AttentionGroup(const float* q, int64_t q_stride, int heads, const float* k_base,
                     const float* v_base, const int64_t* row_off, int64_t n_keys, int64_t d,

@@ -17,6 +17,7 @@ namespace {
 bool QuantKernelSupports(const QuantTensor&) { return false; }
 bool NibbleBf16Supports(const QuantTensor&, const CpuFeatures&) { return false; }
 bool AttentionGroupSupports(int64_t) { return false; }
+int AttentionGroupMaxHeads(int64_t) { NotOnThisCpu(); }
 bool AttentionGroupBf16Supports(int64_t) { return false; }
 int AttentionGroupBf16MaxHeads(int64_t) { NotOnThisCpu(); }
 bool Int8DotSupports(const QuantTensor&, const CpuFeatures&) { return false; }

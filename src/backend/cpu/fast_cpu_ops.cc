@@ -410,13 +410,15 @@ void FastCpuOps::PagedAttention(const Tensor& q, const Tensor& k_cache, const Te
       }
     }
     if (grouped || avx2) {
-      // Up to 4 of the group's query heads per call share each K/V row load.
+      // Up to 4 of the group's query heads per call (2 at d = 128 on AVX-512) share each K/V
+      // row load.
       using GroupKernel = void (*)(const float*, int64_t, int, const T*, const T*, const int64_t*,
                                    int64_t, int64_t, float, float*, float*, int64_t);
       const GroupKernel kernel =
           avx2 ? GroupKernel{cpu::avx2::AttentionGroup} : GroupKernel{cpu::avx512::AttentionGroup};
-      for (int64_t h = kvh * group; h < (kvh + 1) * group; h += 4) {
-        const int heads = static_cast<int>(std::min<int64_t>(4, (kvh + 1) * group - h));
+      const int max_heads = avx2 ? 4 : cpu::avx512::AttentionGroupMaxHeads(d);
+      for (int64_t h = kvh * group; h < (kvh + 1) * group; h += max_heads) {
+        const int heads = static_cast<int>(std::min<int64_t>(max_heads, (kvh + 1) * group - h));
         kernel(qs + (t * hq + h) * d, d, heads, ks, vs, off, n_keys, d, scale, scores,
                os + (t * hq + h) * d, d);
       }

@@ -642,53 +642,75 @@ TEST_F(FastCpuOpsTest, PagedAttentionMatchesReferenceAndIsBatchInvariant) {
   }
 }
 
-// The AVX2 grouped kernel: a head's output is the same bits whichever heads share its call (its
-// score is reduced alone, its weighted sum has its own accumulators), and near the reference.
-TEST_F(FastCpuOpsTest, Avx2AttentionGroupHeadDoesNotDependOnItsNeighbours) {
-  if (!cpu::DetectCpuFeatures().avx2) GTEST_SKIP() << "needs AVX2";
+using AttentionGroupKernel = void (*)(const float*, int64_t, int, const float*, const float*,
+                                      const int64_t*, int64_t, int64_t, float, float*, float*,
+                                      int64_t);
+
+// A grouped attention kernel (up to max_heads query heads per call): a head's output is the same
+// bits whichever heads share its call (its score is reduced alone, its weighted sum has its own
+// accumulators), and near softmax(q . k * scale) . v in double.
+void ExpectGroupHeadsIndependentAndNearReference(AttentionGroupKernel kernel, int64_t d,
+                                                 int max_heads) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.f, 1.f);
-  for (int64_t d : {64, 56, 128, 8}) {
-    for (int64_t n : {1, 2, 7, 33, 300}) {
-      // Keys scattered over a cache of 2n rows, in a shuffled order.
-      std::vector<float> k(2 * n * d), v(2 * n * d), q(4 * d);
-      for (float& x : k) x = dist(rng);
-      for (float& x : v) x = dist(rng);
-      for (float& x : q) x = dist(rng);
-      std::vector<int64_t> rows(2 * n);
-      for (int64_t i = 0; i < 2 * n; ++i) rows[i] = i;
-      std::shuffle(rows.begin(), rows.end(), rng);
-      std::vector<int64_t> off(n);
-      for (int64_t p = 0; p < n; ++p) off[p] = rows[p] * d;
-      const float scale = 1.f / std::sqrt(static_cast<float>(d));
-      std::vector<float> scratch(4 * n), all(4 * d), one(d), three(3 * d);
-      cpu::avx2::AttentionGroup(q.data(), d, 4, k.data(), v.data(), off.data(), n, d, scale,
-                                scratch.data(), all.data(), d);
-      cpu::avx2::AttentionGroup(q.data() + d, d, 3, k.data(), v.data(), off.data(), n, d, scale,
-                                scratch.data(), three.data(), d);
-      ASSERT_TRUE(BitwiseEqual(three.data(), all.data() + d, 3 * d)) << d << " " << n;
-      for (int h = 0; h < 4; ++h) {
-        cpu::avx2::AttentionGroup(q.data() + h * d, d, 1, k.data(), v.data(), off.data(), n, d,
-                                  scale, scratch.data(), one.data(), d);
-        ASSERT_TRUE(BitwiseEqual(one.data(), all.data() + h * d, d)) << d << " " << n << " " << h;
-        // The reference: softmax(q . k * scale) . v in double.
-        std::vector<double> s(n);
-        double mx = -INFINITY, den = 0;
-        for (int64_t p = 0; p < n; ++p) {
-          double dot = 0;
-          for (int64_t c = 0; c < d; ++c) dot += double{q[h * d + c]} * k[off[p] + c];
-          s[p] = dot * scale;
-          mx = std::max(mx, s[p]);
-        }
-        for (double& x : s) den += (x = std::exp(x - mx));
-        for (int64_t c = 0; c < d; ++c) {
-          double o = 0;
-          for (int64_t p = 0; p < n; ++p) o += s[p] * v[off[p] + c];
-          ASSERT_NEAR(one[c], o / den, 2e-6) << d << " " << n << " " << h << " " << c;
-        }
+  for (int64_t n : {1, 2, 3, 7, 33, 300}) {
+    // Keys scattered over a cache of 2n rows, in a shuffled order.
+    std::vector<float> k(2 * n * d), v(2 * n * d), q(max_heads * d);
+    for (float& x : k) x = dist(rng);
+    for (float& x : v) x = dist(rng);
+    for (float& x : q) x = dist(rng);
+    std::vector<int64_t> rows(2 * n);
+    for (int64_t i = 0; i < 2 * n; ++i) rows[i] = i;
+    std::shuffle(rows.begin(), rows.end(), rng);
+    std::vector<int64_t> off(n);
+    for (int64_t p = 0; p < n; ++p) off[p] = rows[p] * d;
+    const float scale = 1.f / std::sqrt(static_cast<float>(d));
+    std::vector<float> scratch(4 * (n + 3)), all(max_heads * d), one(d), rest((max_heads - 1) * d);
+    kernel(q.data(), d, max_heads, k.data(), v.data(), off.data(), n, d, scale, scratch.data(),
+           all.data(), d);
+    if (max_heads > 1) {  // all heads but the first: the last lane(s) idle
+      kernel(q.data() + d, d, max_heads - 1, k.data(), v.data(), off.data(), n, d, scale,
+             scratch.data(), rest.data(), d);
+      ASSERT_TRUE(BitwiseEqual(rest.data(), all.data() + d, (max_heads - 1) * d)) << d << " " << n;
+    }
+    for (int h = 0; h < max_heads; ++h) {
+      kernel(q.data() + h * d, d, 1, k.data(), v.data(), off.data(), n, d, scale, scratch.data(),
+             one.data(), d);
+      ASSERT_TRUE(BitwiseEqual(one.data(), all.data() + h * d, d)) << d << " " << n << " " << h;
+      std::vector<double> s(n);
+      double mx = -INFINITY, den = 0;
+      for (int64_t p = 0; p < n; ++p) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c) dot += double{q[h * d + c]} * k[off[p] + c];
+        s[p] = dot * scale;
+        mx = std::max(mx, s[p]);
+      }
+      for (double& x : s) den += (x = std::exp(x - mx));
+      for (int64_t c = 0; c < d; ++c) {
+        double o = 0;
+        for (int64_t p = 0; p < n; ++p) o += s[p] * v[off[p] + c];
+        ASSERT_NEAR(one[c], o / den, 2e-6) << d << " " << n << " " << h << " " << c;
       }
     }
   }
+}
+
+TEST_F(FastCpuOpsTest, Avx2AttentionGroupHeadDoesNotDependOnItsNeighbours) {
+  if (!cpu::DetectCpuFeatures().avx2) GTEST_SKIP() << "needs AVX2";
+  for (int64_t d : {64, 56, 128, 8})
+    ExpectGroupHeadsIndependentAndNearReference(cpu::avx2::AttentionGroup, d, 4);
+}
+
+// The AVX-512 grouped kernel likewise, 4 heads per call at d = 32 and 64, 2 at d = 128 (two keys
+// per score reduction there).
+TEST_F(FastCpuOpsTest, Avx512AttentionGroupHeadDoesNotDependOnItsNeighbours) {
+  if (!cpu::DetectCpuFeatures().avx512) GTEST_SKIP() << "needs AVX-512";
+  for (int64_t d : {32, 64, 128}) {
+    ASSERT_TRUE(cpu::avx512::AttentionGroupSupports(d));
+    ExpectGroupHeadsIndependentAndNearReference(cpu::avx512::AttentionGroup, d,
+                                                cpu::avx512::AttentionGroupMaxHeads(d));
+  }
+  EXPECT_EQ(cpu::avx512::AttentionGroupMaxHeads(128), 2);
 }
 
 }  // namespace

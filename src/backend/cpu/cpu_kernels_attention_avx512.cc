@@ -158,8 +158,6 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
     for (int c = 0; c < D16; ++c)
       qv[h][c] = h < heads ? _mm512_loadu_ps(q + h * q_stride + 16 * c) : zero;
   // Scores: lane h of key p's vector is head h's (scaled) q . k.
-  const __m128 sc = _mm_set1_ps(scale);
-  __m128 mx = _mm_set1_ps(-INFINITY);
   PrefetchFirstRows(k_base, off, n, 16 * D16, ahead);
   auto dot_key = [&](int64_t p, __m512* acc) {
     PrefetchRowAhead(k_base, off, p, n, 16 * D16, ahead);
@@ -174,29 +172,7 @@ void AttentionGroupFixed(const float* q, int64_t q_stride, int heads, const T* k
       for (int c = 1; c < D16; ++c) acc[h] = _mm512_fmadd_ps(qv[h][c], kv[c], acc[h]);
     }
   };
-  int64_t p = 0;
-  if constexpr (kH == 2) {
-    // Two keys per ReduceAdd4 (each lane is its own accumulator's fixed tree: the same scores).
-    const __m128 z4 = _mm_setzero_ps();
-    for (; p + 2 <= n; p += 2) {
-      __m512 acc[4];
-      dot_key(p, acc);
-      dot_key(p + 1, acc + 2);
-      const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
-      const __m128 first = _mm_movelh_ps(s, z4);
-      const __m128 second = _mm_movehl_ps(z4, s);
-      _mm_storeu_ps(e + 4 * p, first);
-      _mm_storeu_ps(e + 4 * p + 4, second);
-      mx = _mm_max_ps(mx, _mm_max_ps(first, second));
-    }
-  }
-  for (; p < n; ++p) {
-    __m512 acc[4] = {zero, zero, zero, zero};
-    dot_key(p, acc);
-    const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
-    _mm_storeu_ps(e + 4 * p, s);
-    mx = _mm_max_ps(s, mx);
-  }
+  const __m128 mx = GroupScores<kH>(n, scale, e, dot_key);
   // Softmax numerators in place, 4 keys x 4 heads per vector; denominators per head.
   const __m512 mv = _mm512_broadcast_f32x4(mx);
   __m512 sum = zero;

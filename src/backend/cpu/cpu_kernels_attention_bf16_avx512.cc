@@ -72,12 +72,9 @@ void AttentionGroupBf16Fixed(const float* q, int64_t q_stride, const uint16_t* k
           _mm512_sub_ps(_mm512_loadu_ps(x), WidenBf16(_mm512_castsi512_si256(hi))));
     }
 
-  // Scores: key p's 4 lanes at e + 4p (lane h for head h; lanes >= H unused).
+  // Scores: key p's 4 lanes at e + 4p (lane h for head h; lanes >= H zero).
   float* e = scratch;
-  const __m128 sc = _mm_set1_ps(scale);
-  __m128 mx = _mm_set1_ps(-INFINITY);
   PrefetchFirstRows(k_base, off, n, 32 * D32, ahead);
-  // One key's H scores: lane h of the ReduceAdd4 of its H accumulators (a zero one for h >= H).
   auto dot_key = [&](int64_t p, __m512* acc) {
     PrefetchRowAhead(k_base, off, p, n, 32 * D32, ahead);
     const uint16_t* kr = k_base + off[p];
@@ -86,7 +83,6 @@ void AttentionGroupBf16Fixed(const float* q, int64_t q_stride, const uint16_t* k
     for (int c = 0; c < D32; ++c) kv[c] = AsBh(_mm512_loadu_si512(kr + 32 * c));
 #pragma GCC unroll 4
     for (int h = 0; h < H; ++h) {
-      acc[h] = zero;
 #pragma GCC unroll 4
       for (int c = 0; c < D32; ++c) {
         acc[h] = _mm512_dpbf16_ps(acc[h], qh[h][c], kv[c]);
@@ -94,32 +90,7 @@ void AttentionGroupBf16Fixed(const float* q, int64_t q_stride, const uint16_t* k
       }
     }
   };
-  int64_t p = 0;
-  if constexpr (H <= 2) {
-    // Two keys per ReduceAdd4 (its lanes are independent sums, so the scores are the same as one
-    // key per reduction): half the reductions, and two keys' chains in flight.
-    const __m128 z4 = _mm_setzero_ps();
-    for (; p + 2 <= n; p += 2) {
-      __m512 acc[4] = {zero, zero, zero, zero};
-      dot_key(p, acc);
-      dot_key(p + 1, acc + 2);
-      const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
-      // Key p's H scores in lanes 0, 1 and key p + 1's in 2, 3: each key's 4 lanes stored apart,
-      // the unused lanes zero as with one key per reduction.
-      const __m128 first = _mm_movelh_ps(s, z4);
-      const __m128 second = _mm_movehl_ps(z4, s);
-      _mm_storeu_ps(e + 4 * p, first);
-      _mm_storeu_ps(e + 4 * p + 4, second);
-      mx = _mm_max_ps(mx, _mm_max_ps(first, second));
-    }
-  }
-  for (; p < n; ++p) {
-    __m512 acc[4] = {zero, zero, zero, zero};
-    dot_key(p, acc);
-    const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
-    _mm_storeu_ps(e + 4 * p, s);
-    mx = _mm_max_ps(s, mx);
-  }
+  const __m128 mx = GroupScores<H>(n, scale, e, dot_key);
 
   // Softmax numerators, 4 keys x 4 heads per vector, rounded to BF16 and stored as the pairs
   // the weighted sum broadcasts: dword 4j + h of ep = (eb_2j, eb_2j+1) of head h. A 128-bit

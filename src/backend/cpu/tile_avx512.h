@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace xinfer::cpu::avx512 {
@@ -64,6 +65,42 @@ inline __m128 ReduceAdd4(__m512 a, __m512 b, __m512 c, __m512 d) {
   s = _mm512_add_ps(s, _mm512_permute_ps(s, 0xB1));  // then those two: every lane has the sum
   const __m512i first_lanes = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   return _mm512_castps512_ps128(_mm512_permutexvar_ps(first_lanes, s));
+}
+
+// The score pass of the grouped attention kernels: dot_key(p, acc) sets acc[0 .. H) to key p's
+// accumulators of the call's H heads (acc[H .. 4) stay zero); lane h of key p's 4 floats at
+// e + 4p becomes head h's score * scale (lanes >= H zero). With H <= 2 two keys share one
+// ReduceAdd4 — each lane is its own accumulator's fixed tree, so the scores are the same as one
+// key per reduction: half the reductions, two keys' chains in flight. Returns the per-lane max.
+template <int H, class DotKey>
+inline __m128 GroupScores(int64_t n, float scale, float* e, DotKey&& dot_key) {
+  const __m512 zero = _mm512_setzero_ps();
+  const __m128 sc = _mm_set1_ps(scale);
+  __m128 mx = _mm_set1_ps(-INFINITY);
+  int64_t p = 0;
+  if constexpr (H <= 2) {
+    const __m128 z4 = _mm_setzero_ps();
+    for (; p + 2 <= n; p += 2) {
+      __m512 acc[4] = {zero, zero, zero, zero};
+      dot_key(p, acc);
+      dot_key(p + 1, acc + 2);
+      const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
+      // Key p's scores in lanes 0, 1 and key p + 1's in 2, 3, stored apart.
+      const __m128 first = _mm_movelh_ps(s, z4);
+      const __m128 second = _mm_movehl_ps(z4, s);
+      _mm_storeu_ps(e + 4 * p, first);
+      _mm_storeu_ps(e + 4 * p + 4, second);
+      mx = _mm_max_ps(mx, _mm_max_ps(first, second));
+    }
+  }
+  for (; p < n; ++p) {
+    __m512 acc[4] = {zero, zero, zero, zero};
+    dot_key(p, acc);
+    const __m128 s = _mm_mul_ps(ReduceAdd4(acc[0], acc[1], acc[2], acc[3]), sc);
+    _mm_storeu_ps(e + 4 * p, s);
+    mx = _mm_max_ps(s, mx);
+  }
+  return mx;
 }
 
 // The end of every tile: out[i * ldo + j] = horizontal sum of acc[i][j] + bias[j] (bias may be

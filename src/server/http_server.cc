@@ -295,9 +295,12 @@ net::awaitable<void> HttpServer::Session(tcp::socket socket) {
       }
       if (failed && !exchange.responded()) {
         exchange.set_keep_alive(false);
-        co_await exchange.Respond(
-            http::status::internal_server_error, "application/json",
-            options_.error_body ? options_.error_body(500, "internal error") : "internal error");
+        // Built before the co_await: GCC 12 destroys the temporaries of a conditional expression
+        // inside a co_await twice (a double free that took the whole server down).
+        std::string body =
+            options_.error_body ? options_.error_body(500, "internal error") : "internal error";
+        co_await exchange.Respond(http::status::internal_server_error, "application/json",
+                                  std::move(body));
       }
       keep = !failed && exchange.keep_alive() && exchange.responded() && !exchange.client_gone() &&
              !draining_;

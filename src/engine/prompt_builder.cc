@@ -42,7 +42,13 @@ StatusOr<std::string> PromptBuilder::RenderChat(const json& body) const {
   json tools = body.value("tools", json());
   json kwargs = body.value("chat_template_kwargs", json::object());
   if (!kwargs.is_object()) return InvalidArgument("chat_template_kwargs must be an object");
-  bool add_generation_prompt = body.value("add_generation_prompt", true);
+  bool add_generation_prompt = true;
+  if (body.contains("add_generation_prompt") && !body["add_generation_prompt"].is_null()) {
+    // Checked, not body.value(): that throws on another type, and /tokenize passes it through.
+    if (!body["add_generation_prompt"].is_boolean())
+      return InvalidArgument("add_generation_prompt must be a boolean");
+    add_generation_prompt = body["add_generation_prompt"].get<bool>();
+  }
   json context =
       MakeChatContext(messages, tools, add_generation_prompt, bos_token_, eos_token_, kwargs);
   return template_->Render(context);

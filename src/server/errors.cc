@@ -61,7 +61,9 @@ std::string ParamOf(const std::string& message) {
                                                 "chat_template_kwargs",
                                                 "tokens",
                                                 "echo",
-                                                "priority"};
+                                                "priority",
+                                                "add_special_tokens",
+                                                "add_generation_prompt"};
   size_t end = 0;
   while (end < message.size() &&
          (std::islower(static_cast<unsigned char>(message[end])) || message[end] == '_'))

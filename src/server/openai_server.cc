@@ -80,7 +80,12 @@ StatusOr<json> OpenAIServer::TokenizeBody(const json& body) const {
     if (!prompts_) return NoChatTemplate();
     XI_ASSIGN_OR_RETURN(ids, prompts_->Build(chat));
   } else if (body.contains("prompt") && body["prompt"].is_string()) {
-    const bool special = body.value("add_special_tokens", true);
+    bool special = true;
+    if (body.contains("add_special_tokens") && !body["add_special_tokens"].is_null()) {
+      if (!body["add_special_tokens"].is_boolean())
+        return InvalidArgument("add_special_tokens must be a boolean");
+      special = body["add_special_tokens"].get<bool>();
+    }
     XI_ASSIGN_OR_RETURN(ids,
                         engine_->tokenizer().Encode(body["prompt"].get<std::string>(), special));
   } else {

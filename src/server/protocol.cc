@@ -18,6 +18,12 @@ int64_t NowSeconds() {
       .count();
 }
 
+// body[key] is the JSON true. Unlike body.value(key, false), a null or a value of another type
+// is false instead of an exception (a 500).
+bool IsTrue(const json& body, const char* key) {
+  return body.contains(key) && body[key].is_boolean() && body[key].get<bool>();
+}
+
 // Fields shared by both endpoints: stream, stream_options, priority, model.
 Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationRequest& r) {
   if (!body.is_object()) return InvalidArgument("the request body must be a JSON object");
@@ -36,8 +42,8 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
       if (so.contains(key) && !so[key].is_null() && !so[key].is_boolean())
         return InvalidArgument("stream_options.{} must be a boolean", key);
     }
-    r.include_usage = so.value("include_usage", false);
-    r.continuous_usage_stats = so.value("continuous_usage_stats", false);
+    r.include_usage = IsTrue(so, "include_usage");
+    r.continuous_usage_stats = IsTrue(so, "continuous_usage_stats");
   }
   if (body.contains("priority") && !body["priority"].is_null()) {
     if (!body["priority"].is_number_integer())
@@ -80,8 +86,8 @@ StatusOr<json> NormalizeMessages(const json& messages) {
     if (m.contains("content") && m["content"].is_array()) {
       std::string text;
       for (const json& part : m["content"]) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+            !part.contains("text") || !part["text"].is_string())
           return InvalidArgument("messages: only text content parts are supported");
         if (!text.empty()) text += "\n";
         text += part["text"].get<std::string>();
@@ -103,9 +109,9 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
     const json& tools = body["tools"];
     if (!tools.is_array()) return InvalidArgument("tools must be a list");
     for (const json& t : tools) {
-      if (!t.is_object() || t.value("type", "function") != "function" || !t.contains("function") ||
-          !t["function"].is_object() || !t["function"].contains("name") ||
-          !t["function"]["name"].is_string())
+      if (!t.is_object() || (t.contains("type") && t["type"] != "function") ||
+          !t.contains("function") || !t["function"].is_object() ||
+          !t["function"].contains("name") || !t["function"]["name"].is_string())
         return InvalidArgument(
             "tools: each tool must be {{\"type\": \"function\", \"function\": "
             "{{\"name\": ...}}}}");
@@ -171,8 +177,7 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   // OpenAI chat: `logprobs` is a boolean and top_logprobs needs it.
   if (body.contains("logprobs") && !body["logprobs"].is_null() && !body["logprobs"].is_boolean())
     return InvalidArgument("logprobs must be a boolean");
-  if (body.contains("top_logprobs") && !body["top_logprobs"].is_null() &&
-      !body.value("logprobs", false))
+  if (body.contains("top_logprobs") && !body["top_logprobs"].is_null() && !IsTrue(body, "logprobs"))
     return InvalidArgument("top_logprobs requires logprobs to be true");
 
   json chat = {{"messages", std::move(messages)}};

@@ -69,6 +69,24 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       { param: 'tool_choice' });
     assertError(await post('/v1/chat/completions', chat({ tools: 'x' })), 400, { param: 'tools' });
   });
+  test('400, not 500, for a null or wrong-typed optional field', async () => {
+    assertError(await post('/v1/chat/completions', chat({ logprobs: null, top_logprobs: 2 })), 400,
+      { param: 'top_logprobs' });
+    // A null stream option means "not given", as elsewhere.
+    const streamed = await post('/v1/chat/completions',
+      chat({ stream: true, stream_options: { include_usage: null } }));
+    assert.equal(streamed.status, 200, streamed.text);
+    assert.match(streamed.text, /data: \[DONE\]/);
+    assertError(await post('/v1/chat/completions', chat({ tools: [{ type: 5, function: { name: 'f' } }] })),
+      400, { param: 'tools' });
+    assertError(await post('/v1/chat/completions',
+      chat({ messages: [{ role: 'user', content: [{ type: 5, text: 'x' }] }] })), 400, { param: 'messages' });
+    const msgs = [{ role: 'user', content: 'x' }];
+    assertError(await post('/tokenize', { prompt: 'x', add_special_tokens: 'yes' }), 400,
+      { param: 'add_special_tokens' });
+    assertError(await post('/tokenize', { messages: msgs, add_generation_prompt: 'yes' }), 400,
+      { param: 'add_generation_prompt' });
+  });
   test('404 unknown model', async () => {
     assertError(await post('/v1/chat/completions', chat({ model: 'gpt-4' })), 404,
       { message: /gpt-4/ });

@@ -2,11 +2,25 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace xinfer {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+// An integer JSON value as int32, or nullopt when it does not fit. get<int64_t>() alone wraps
+// integers above 2^63 (18446744073709551615 reads as -1), and get<int32_t>() anything above 2^31.
+std::optional<int32_t> Int32Of(const json& v) {
+  if (v.is_number_unsigned())
+    return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max())
+               ? std::optional<int32_t>(static_cast<int32_t>(v.get<uint64_t>()))
+               : std::nullopt;
+  const int64_t i = v.get<int64_t>();
+  if (i < std::numeric_limits<int32_t>::min() || i > std::numeric_limits<int32_t>::max())
+    return std::nullopt;
+  return static_cast<int32_t>(i);
+}
 
 Status Number(const json& b, const char* key, float* out) {
   if (!b.contains(key) || b[key].is_null()) return Status::Ok();
@@ -18,10 +32,9 @@ Status Number(const json& b, const char* key, float* out) {
 Status Integer(const json& b, const char* key, int32_t* out) {
   if (!b.contains(key) || b[key].is_null()) return Status::Ok();
   if (!b[key].is_number_integer()) return InvalidArgument("{} must be an integer", key);
-  int64_t v = b[key].get<int64_t>();
-  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-    return InvalidArgument("{} is out of range", key);
-  *out = static_cast<int32_t>(v);
+  auto v = Int32Of(b[key]);
+  if (!v) return InvalidArgument("{} is out of range", key);
+  *out = *v;
   return Status::Ok();
 }
 
@@ -76,8 +89,9 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
   if (b.contains("stop_token_ids") && !b["stop_token_ids"].is_null()) {
     if (!b["stop_token_ids"].is_array()) return InvalidArgument("stop_token_ids must be a list");
     for (const auto& x : b["stop_token_ids"]) {
-      if (!x.is_number_integer()) return InvalidArgument("stop_token_ids must hold integers");
-      p.stop_token_ids.push_back(x.get<int32_t>());
+      auto id = x.is_number_integer() ? Int32Of(x) : std::nullopt;
+      if (!id) return InvalidArgument("stop_token_ids must hold token ids");
+      p.stop_token_ids.push_back(*id);
     }
   }
   if (b.contains("logit_bias") && !b["logit_bias"].is_null()) {
@@ -97,9 +111,15 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
     const json& l = b["logprobs"];
     if (l.is_boolean()) {
       p.logprobs = l.get<bool>() ? 0 : -1;
-      if (l.get<bool>()) XI_RETURN_IF_ERROR(Integer(b, "top_logprobs", &p.logprobs));
+      if (l.get<bool>()) {
+        XI_RETURN_IF_ERROR(Integer(b, "top_logprobs", &p.logprobs));
+        // -1 is SamplingParams' "no logprobs": a client's -1 would pass Validate() and silently
+        // return none.
+        if (p.logprobs < 0) return InvalidArgument("top_logprobs must be >= 0");
+      }
     } else if (l.is_number_integer()) {
       XI_RETURN_IF_ERROR(Integer(b, "logprobs", &p.logprobs));
+      if (p.logprobs < 0) return InvalidArgument("logprobs must be >= 0");
     } else {
       return InvalidArgument("logprobs must be a boolean or an integer");
     }

@@ -46,9 +46,13 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
     r.continuous_usage_stats = IsTrue(so, "continuous_usage_stats");
   }
   if (body.contains("priority") && !body["priority"].is_null()) {
-    if (!body["priority"].is_number_integer())
-      return InvalidArgument("priority must be an integer");
-    r.priority = body["priority"].get<int>();
+    const json& pr = body["priority"];
+    // get<int>() would wrap a larger integer into an unrelated priority.
+    if (!pr.is_number_integer() ||
+        (pr.is_number_unsigned() ? pr.get<uint64_t>() > uint64_t{INT32_MAX}
+                                 : pr.get<int64_t>() < INT32_MIN || pr.get<int64_t>() > INT32_MAX))
+      return InvalidArgument("priority must be a 32-bit integer");
+    r.priority = pr.get<int>();
   }
   return Status::Ok();
 }

@@ -87,6 +87,22 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     assertError(await post('/tokenize', { messages: msgs, add_generation_prompt: 'yes' }), 400,
       { param: 'add_generation_prompt' });
   });
+  test('400 for integers past 32 bits or negative logprobs, not a silently wrapped value', async () => {
+    const body = (extra) => `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,${extra}}`;
+    // 2^64 - 1 read as int64 is -1 (top_k: "disabled"); 2^32 + 1 read as int32 is token 1.
+    assertError(await post('/v1/chat/completions', body('"top_k":18446744073709551615')), 400,
+      { param: 'top_k' });
+    assertError(await post('/v1/chat/completions', body('"max_tokens":18446744073709551615')), 400,
+      { param: 'max_tokens', message: /out of range/ });
+    assertError(await post('/v1/chat/completions', body('"stop_token_ids":[4294967297]')), 400,
+      { param: 'stop_token_ids' });
+    assertError(await post('/v1/chat/completions', body('"priority":99999999999999')), 400,
+      { param: 'priority' });
+    assertError(await post('/v1/chat/completions', chat({ logprobs: true, top_logprobs: -1 })), 400,
+      { param: 'top_logprobs' });
+    assertError(await post('/v1/completions', { prompt: 'a', max_tokens: 1, logprobs: -1 }), 400,
+      { param: 'logprobs' });
+  });
   test('404 unknown model', async () => {
     assertError(await post('/v1/chat/completions', chat({ model: 'gpt-4' })), 404,
       { message: /gpt-4/ });

@@ -14,10 +14,20 @@ Status GetInt(const json& j, const char* key, bool required, int* out) {
     if (required) return InvalidArgument("config.json: missing '{}'", key);
     return Status::Ok();
   }
-  if (!j[key].is_number_integer()) return InvalidArgument("config.json: '{}' must be an integer", key);
+  if (!j[key].is_number_integer())
+    return InvalidArgument("config.json: '{}' must be an integer", key);
   int64_t v = j[key].get<int64_t>();
-  if (v <= 0 || v > (1 << 30)) return InvalidArgument("config.json: '{}' = {} is out of range", key, v);
+  if (v <= 0 || v > (1 << 30))
+    return InvalidArgument("config.json: '{}' = {} is out of range", key, v);
   *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+// An optional string field; a present non-string is an error (json::value() would throw).
+Status GetString(const json& j, const char* key, const char* file, std::string* out) {
+  if (!j.contains(key) || j[key].is_null()) return Status::Ok();
+  if (!j[key].is_string()) return InvalidArgument("{}: '{}' must be a string", file, key);
+  *out = j[key].get<std::string>();
   return Status::Ok();
 }
 
@@ -33,13 +43,14 @@ Status GetDouble(const json& j, const char* key, double* out) {
 
 StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("config.json is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("config.json is not a JSON object");
   ModelConfig c;
   if (!j.contains("architectures") || !j["architectures"].is_array() ||
       j["architectures"].empty() || !j["architectures"][0].is_string())
     return InvalidArgument("config.json: missing 'architectures'");
   c.architecture = j["architectures"][0].get<std::string>();
-  c.model_type = j.value("model_type", "");
+  XI_RETURN_IF_ERROR(GetString(j, "model_type", "config.json", &c.model_type));
   XI_RETURN_IF_ERROR(GetInt(j, "vocab_size", true, &c.vocab_size));
   XI_RETURN_IF_ERROR(GetInt(j, "hidden_size", true, &c.hidden_size));
   XI_RETURN_IF_ERROR(GetInt(j, "intermediate_size", true, &c.intermediate_size));
@@ -53,12 +64,15 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
   XI_RETURN_IF_ERROR(GetDouble(j, "rms_norm_eps", &c.rms_norm_eps));
   XI_RETURN_IF_ERROR(GetDouble(j, "rope_theta", &c.rope_theta));
   if (c.num_attention_heads % c.num_key_value_heads != 0)
-    return InvalidArgument("config.json: num_attention_heads {} is not a multiple of "
-                           "num_key_value_heads {}", c.num_attention_heads, c.num_key_value_heads);
+    return InvalidArgument(
+        "config.json: num_attention_heads {} is not a multiple of "
+        "num_key_value_heads {}",
+        c.num_attention_heads, c.num_key_value_heads);
   if (!j.contains("head_dim") && c.hidden_size % c.num_attention_heads != 0)
     return InvalidArgument("config.json: hidden_size {} is not divisible by num_attention_heads {}",
                            c.hidden_size, c.num_attention_heads);
-  if (c.head_dim % 2 != 0) return InvalidArgument("config.json: head_dim {} must be even", c.head_dim);
+  if (c.head_dim % 2 != 0)
+    return InvalidArgument("config.json: head_dim {} must be even", c.head_dim);
   if (j.contains("tie_word_embeddings")) {
     if (!j["tie_word_embeddings"].is_boolean())
       return InvalidArgument("config.json: 'tie_word_embeddings' must be a boolean");
@@ -66,7 +80,8 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
   }
   if (j.contains("attention_bias") && j["attention_bias"].is_boolean())
     c.attention_bias = j["attention_bias"].get<bool>();
-  std::string act = j.value("hidden_act", "silu");
+  std::string act = "silu";
+  XI_RETURN_IF_ERROR(GetString(j, "hidden_act", "config.json", &act));
   if (act != "silu") return Unimplemented("config.json: hidden_act '{}' is not supported", act);
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
     return Unimplemented("config.json: rope_scaling is not supported yet");
@@ -83,7 +98,8 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
   }
   if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
     const json& q = j["quantization_config"];
-    c.quantization.method = q.value("quant_method", "");
+    XI_RETURN_IF_ERROR(
+        GetString(q, "quant_method", "config.json: quantization_config", &c.quantization.method));
     if (q.contains("bits") && q["bits"].is_number_integer()) c.quantization.bits = q["bits"];
     if (q.contains("group_size") && q["group_size"].is_number_integer())
       c.quantization.group_size = q["group_size"];

@@ -45,10 +45,11 @@ class SafetensorsTest : public ::testing::Test {
 };
 
 TEST_F(SafetensorsTest, ReadsValidFile) {
-  auto path = Write("ok.safetensors",
-                    R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],)"
-                    R"("data_offsets":[0,16]},"b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]}})",
-                    22);
+  auto path =
+      Write("ok.safetensors",
+            R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],)"
+            R"("data_offsets":[0,16]},"b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]}})",
+            22);
   auto f = SafetensorsFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   ASSERT_EQ((*f)->tensors().size(), 2u);
@@ -87,21 +88,24 @@ TEST_F(SafetensorsTest, HeaderNotJson) {
 }
 
 TEST_F(SafetensorsTest, UnknownDtype) {
-  auto path = Write("dt.safetensors", R"({"a":{"dtype":"F8_E5M2","shape":[1],"data_offsets":[0,1]}})", 1);
+  auto path =
+      Write("dt.safetensors", R"({"a":{"dtype":"F8_E5M2","shape":[1],"data_offsets":[0,1]}})", 1);
   std::string err = ErrorOf(path);
   EXPECT_NE(err.find("unsupported dtype 'F8_E5M2'"), std::string::npos) << err;
   EXPECT_NE(err.find("tensor 'a'"), std::string::npos) << err;
 }
 
 TEST_F(SafetensorsTest, TruncatedData) {
-  auto path = Write("td.safetensors", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+  auto path =
+      Write("td.safetensors", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
   std::string err = ErrorOf(path);
   EXPECT_NE(err.find("DataLoss"), std::string::npos) << err;
   EXPECT_NE(err.find("truncated"), std::string::npos) << err;
 }
 
 TEST_F(SafetensorsTest, ShapeDisagreesWithOffsets) {
-  auto path = Write("sh.safetensors", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16);
+  auto path =
+      Write("sh.safetensors", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16);
   EXPECT_NE(ErrorOf(path).find("needs 12 bytes but data_offsets span 16"), std::string::npos);
 }
 
@@ -116,7 +120,8 @@ TEST_F(SafetensorsTest, OffsetsReversedOrOverlapping) {
 }
 
 TEST_F(SafetensorsTest, MalformedEntries) {
-  auto p1 = Write("e1.safetensors", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4);
+  auto p1 =
+      Write("e1.safetensors", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4);
   EXPECT_NE(ErrorOf(p1).find("bad shape entry"), std::string::npos);
   auto p2 = Write("e2.safetensors", R"({"a":{"dtype":"F32","shape":[1]}})", 4);
   EXPECT_NE(ErrorOf(p2).find("data_offsets must be"), std::string::npos);
@@ -213,12 +218,22 @@ TEST(HfConfigTest, Errors) {
   expect_error(R"({"architectures": ["X"]})", "missing 'vocab_size'");
   expect_error(R"({"architectures": ["X"], "vocab_size": 10, "hidden_size": 64,
       "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 5,
-      "num_key_value_heads": 2})", "not a multiple");
+      "num_key_value_heads": 2})",
+               "not a multiple");
   expect_error(R"({"architectures": ["X"], "vocab_size": -3})", "out of range");
   expect_error(R"({"architectures": ["X"], "vocab_size": 10, "hidden_size": 64,
       "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4,
-      "hidden_act": "gelu"})", "hidden_act 'gelu'");
+      "hidden_act": "gelu"})",
+               "hidden_act 'gelu'");
   expect_error(R"({"vocab_size": 10})", "missing 'architectures'");
+  // Wrong-typed string fields are errors, not a json exception that aborts the process.
+  const std::string base = R"({"architectures": ["X"], "vocab_size": 10, "hidden_size": 64,
+      "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4, )";
+  expect_error(base + R"("model_type": 5})", "'model_type' must be a string");
+  expect_error(base + R"("hidden_act": null, "model_type": []})", "'model_type' must be a string");
+  expect_error(base + R"("hidden_act": 1})", "'hidden_act' must be a string");
+  expect_error(base + R"("quantization_config": {"quant_method": 4}})",
+               "'quant_method' must be a string");
   auto missing = LoadHfConfig("/nonexistent/model");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);

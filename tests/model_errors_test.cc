@@ -24,11 +24,17 @@ class ModelErrorsTest : public ::testing::Test {
            ("xinfer_model_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
-    config_ = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
-               {"vocab_size", 16}, {"hidden_size", 8}, {"intermediate_size", 12},
-               {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-               {"num_key_value_heads", 1}, {"tie_word_embeddings", true},
-               {"rms_norm_eps", 1e-6}, {"torch_dtype", "float32"}};
+    config_ = {{"architectures", {"LlamaForCausalLM"}},
+               {"model_type", "llama"},
+               {"vocab_size", 16},
+               {"hidden_size", 8},
+               {"intermediate_size", 12},
+               {"num_hidden_layers", 1},
+               {"num_attention_heads", 2},
+               {"num_key_value_heads", 1},
+               {"tie_word_embeddings", true},
+               {"rms_norm_eps", 1e-6},
+               {"torch_dtype", "float32"}};
     const int h = 8, kv = 4, i = 12;
     tensors_ = {{"model.embed_tokens.weight", {16, h}},
                 {"model.norm.weight", {h}},
@@ -52,7 +58,8 @@ class ModelErrorsTest : public ::testing::Test {
     for (const auto& [name, shape] : tensors_) {
       size_t n = 1;
       for (auto d : shape) n *= d;
-      header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + n * elem}}};
+      header[name] = {
+          {"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + n * elem}}};
       offset += n * elem;
     }
     std::string h = header.dump();
@@ -131,6 +138,17 @@ TEST_F(ModelErrorsTest, WrongShape) {
   WriteModel();
   std::string err = LoadError();
   EXPECT_NE(err.find("k_proj.weight' has shape [8, 8] but the config implies [4, 8]"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(ModelErrorsTest, AbsurdLayerCountFailsOnTheFirstMissingLayer) {
+  // Before: the loader sized its layer table from the config first, and 2^30 layers aborted the
+  // process with std::bad_alloc.
+  config_["num_hidden_layers"] = 1 << 30;
+  WriteModel();
+  std::string err = LoadError();
+  EXPECT_NE(err.find("tensor 'model.layers.1.input_layernorm.weight' is missing"),
             std::string::npos)
       << err;
 }

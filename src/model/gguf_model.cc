@@ -80,10 +80,11 @@ StatusOr<DecoderWeights> LoadGgufDecoderWeights(const GgufFile& f, const ModelCo
   } else {
     XI_RETURN_IF_ERROR(LoadMatrix(f, "output.weight", c.vocab_size, h, &w.lm_head));
   }
-  w.layers.resize(c.num_hidden_layers);
+  // Grown one layer at a time, not resized up front: a config that claims 2^30 layers then fails
+  // on the first missing tensor instead of aborting on the allocation.
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
-    DecoderLayerWeights& lw = w.layers[l];
+    DecoderLayerWeights& lw = w.layers.emplace_back();
     XI_RETURN_IF_ERROR(LoadVector(f, p + "attn_norm.weight", h, &lw.input_norm));
     XI_RETURN_IF_ERROR(LoadVector(f, p + "ffn_norm.weight", h, &lw.post_attention_norm));
     XI_RETURN_IF_ERROR(LoadMatrix(f, p + "attn_q.weight", q_out, h, &lw.q_proj));

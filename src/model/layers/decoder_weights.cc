@@ -194,10 +194,11 @@ StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const Mode
   } else {
     XI_RETURN_IF_ERROR(LoadDense(store, "lm_head.weight", {c.vocab_size, h}, &w.lm_head));
   }
-  w.layers.resize(c.num_hidden_layers);
+  // Grown one layer at a time, not resized up front: a config that claims 2^30 layers then fails
+  // on the first missing tensor instead of aborting on the allocation.
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = fmt::format("model.layers.{}.", l);
-    DecoderLayerWeights& lw = w.layers[l];
+    DecoderLayerWeights& lw = w.layers.emplace_back();
     XI_RETURN_IF_ERROR(Load(store, p + "input_layernorm.weight", {h}, &lw.input_norm));
     XI_RETURN_IF_ERROR(
         Load(store, p + "post_attention_layernorm.weight", {h}, &lw.post_attention_norm));

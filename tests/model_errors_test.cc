@@ -7,7 +7,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
 #include "model/causal_lm.h"
+#include "model/gguf_config.h"
 #include "test_util.h"
 
 namespace xinfer {
@@ -169,6 +172,38 @@ TEST_F(ModelErrorsTest, QuantizedNotYetSupported) {
   config_["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
   WriteModel();
   EXPECT_NE(LoadError().find("quantization 'gptq' is not supported"), std::string::npos);
+}
+
+// A GGUF whose rope base or RMS epsilon is zero, negative or NaN loaded, and then every logit
+// was NaN: each request ended in "sampling failed". It is a load error, as in config.json.
+TEST(GgufModelErrorsTest, NonPositiveRopeBaseOrEpsilonIsALoadError) {
+  const float kNaN = std::nanf("");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, float>>{
+           {"qwen3.rope.freq_base", 0.0f},
+           {"qwen3.rope.freq_base", -1.0f},
+           {"qwen3.rope.freq_base", kNaN},
+           {"qwen3.attention.layer_norm_rms_epsilon", 0.0f},
+           {"qwen3.attention.layer_norm_rms_epsilon", -1e-6f},
+           {"qwen3.attention.layer_norm_rms_epsilon", kNaN}}) {
+    GgufWriter w;
+    w.SetString("general.architecture", "qwen3");
+    w.SetU32("qwen3.embedding_length", 8);
+    w.SetU32("qwen3.feed_forward_length", 12);
+    w.SetU32("qwen3.block_count", 1);
+    w.SetU32("qwen3.attention.head_count", 2);
+    std::map<std::string, float> floats = {{"qwen3.attention.layer_norm_rms_epsilon", 1e-6f},
+                                           {"qwen3.rope.freq_base", 1e6f}};
+    floats[key] = value;
+    for (const auto& [k, v] : floats) w.SetF32(k, v);
+    const std::string path = ::testing::TempDir() + "/bad_rope.gguf";
+    ASSERT_TRUE(w.WriteFile(path).ok());
+    auto f = GgufFile::Open(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    auto c = GgufModelConfig(**f);
+    ASSERT_FALSE(c.ok()) << key << " = " << value;
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().ToString();
+    fs::remove(path);
+  }
 }
 
 }  // namespace

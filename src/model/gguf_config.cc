@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
+
 namespace xinfer {
 namespace {
 
@@ -72,6 +74,13 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& f) {
   if (f.Has(p + "rope.freq_base")) {
     XI_ASSIGN_OR_RETURN(c.rope_theta, f.GetDouble(p + "rope.freq_base"));
   }
+  // As config.json's: a zero, negative or NaN value loads, then every logit is NaN.
+  if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps))
+    return InvalidArgument("metadata '{}' = {} must be a positive number",
+                           p + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta))
+    return InvalidArgument("metadata '{}' = {} must be a positive number", p + "rope.freq_base",
+                           c.rope_theta);
   if (f.Has(p + "context_length")) {
     XI_ASSIGN_OR_RETURN(c.max_position_embeddings, PositiveInt(f, p + "context_length"));
   }

@@ -136,6 +136,31 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
   });
 });
 
+describe('deeply nested request bodies', { skip: skipUnless(QWEN) }, () => {
+  let srv, post;
+  before(async () => {
+    srv = await startServer(QWEN);  // the default body limit: 200 KB must get through
+    post = (p, body) => raw(srv.baseURL, 'POST', p, body);
+  });
+  after(async () => { assert.equal((await srv.stop()).code, 0); });
+
+  test('400 for a body nested too deeply, and the server goes on', async () => {
+    // 100,000 levels in 200 KB: copying such a json value recursed once per level and overflowed
+    // the stack (SIGSEGV, the whole server gone), whatever the field.
+    const deep = '['.repeat(100000) + ']'.repeat(100000);
+    assertError(await post('/v1/completions', `{"prompt":"hi","max_tokens":1,"x":${deep}}`), 400,
+      { message: /nests more than 512 levels/ });
+    assertError(await post('/v1/chat/completions',
+      `{"messages":[{"role":"user","content":"hi","x":${deep}}],"max_tokens":1}`), 400);
+    assertError(await post('/tokenize', `{"prompt":"hi","x":${deep}}`), 400);
+    // A tool schema of a real depth still goes through.
+    const schema = JSON.parse('{"type":"object","properties":{"a":'.repeat(20) + '{}' + '}}'.repeat(20));
+    const ok = await post('/v1/chat/completions', chat({
+      tools: [{ type: 'function', function: { name: 'f', parameters: schema } }], tool_choice: 'none' }));
+    assert.equal(ok.status, 200, ok.text);
+  });
+});
+
 describe('authentication', { skip: skipUnless(QWEN) }, () => {
   let srv;
   before(async () => { srv = await startServer(QWEN, ['--api-key', 'sekret']); });

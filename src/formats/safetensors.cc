@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace xinfer {
 namespace {
@@ -33,10 +32,13 @@ Status ParseTensorEntry(const std::string& name, const json& entry, size_t data_
     numel *= v;
     shape.push_back(static_cast<int64_t>(v));
   }
-  const auto& offs = entry.value("data_offsets", json());
-  if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() ||
-      !offs[1].is_number_unsigned())
+  // By reference: entry.value() returns a copy, and copying a json value recurses once per
+  // level (a data_offsets nested 200,000 deep overflowed the stack).
+  const auto offs_it = entry.find("data_offsets");
+  if (offs_it == entry.end() || !offs_it->is_array() || offs_it->size() != 2 ||
+      !(*offs_it)[0].is_number_unsigned() || !(*offs_it)[1].is_number_unsigned())
     return InvalidArgument("tensor '{}': data_offsets must be [begin, end]", name);
+  const json& offs = *offs_it;
   uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
   if (begin > end) return InvalidArgument("tensor '{}': data_offsets begin > end", name);
   if (end > data_size)
@@ -61,7 +63,8 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
   auto st = std::unique_ptr<SafetensorsFile>(new SafetensorsFile());
   st->file_ = file;
   const size_t size = file->size();
-  if (size < 8) return DataLoss("{}: file too short for a safetensors header ({} bytes)", path, size);
+  if (size < 8)
+    return DataLoss("{}: file too short for a safetensors header ({} bytes)", path, size);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | file->data()[i];
   if (header_len > kMaxHeaderBytes)
@@ -120,7 +123,7 @@ StatusOr<std::unique_ptr<WeightStore>> WeightStore::OpenDir(const std::string& m
     if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") ||
         !j["weight_map"].is_object())
       return InvalidArgument("{}: not a valid index (needs a weight_map object)", index.string());
-    weight_map = j["weight_map"];
+    weight_map = std::move(j["weight_map"]);  // moved: a copy recurses once per nesting level
     std::set<std::string> names;
     for (auto it = weight_map.begin(); it != weight_map.end(); ++it) {
       if (!it.value().is_string())

@@ -129,6 +129,22 @@ TEST_F(SafetensorsTest, MalformedEntries) {
   EXPECT_NE(ErrorOf(p3).find("not an object"), std::string::npos);
 }
 
+// A header or index nested 200,000 levels deep is an error: copying such a json value recursed
+// once per level and overflowed the stack.
+TEST_F(SafetensorsTest, DeeplyNestedHeaderOrIndexIsAnError) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto p = Write("deep.safetensors",
+                 R"({"a":{"dtype":"F32","shape":[1],"data_offsets":)" + deep + "}}", 4);
+  EXPECT_NE(ErrorOf(p).find("data_offsets must be"), std::string::npos);
+  fs::remove(p);
+  Write("shard.safetensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  std::ofstream(dir_ / "model.safetensors.index.json") << R"({"weight_map":{"a":)" + deep + "}}";
+  auto s = WeightStore::OpenDir(dir_.string());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("is not a file name"), std::string::npos)
+      << s.status().ToString();
+}
+
 TEST_F(SafetensorsTest, WeightStoreSingleAndMissingTensor) {
   Write("model.safetensors", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
   auto store = WeightStore::OpenDir(dir_.string());

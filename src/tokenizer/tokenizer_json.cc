@@ -154,9 +154,23 @@ Status ApplyConfig(const json& config, Tokenizer::Impl* impl) {
   return Status::Ok();
 }
 
+// Real tokenizer.json files nest a handful of levels; the component parsers recurse once per
+// Sequence, so a file nesting Sequences 200,000 deep overflowed the stack.
+constexpr int kMaxTokenizerJsonDepth = 128;
+
 StatusOr<std::unique_ptr<Tokenizer>> Build(std::string_view tokenizer_json,
                                            std::string_view config_json) {
-  json root = json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);
+  bool too_deep = false;
+  json::parser_callback_t limit = [&too_deep](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxTokenizerJsonDepth)
+      too_deep = true;
+    return !too_deep;  // past the limit, keep nothing
+  };
+  json root = json::parse(tokenizer_json, limit, /*allow_exceptions=*/false);
+  if (too_deep)
+    return InvalidArgument("tokenizer.json: nested more than {} levels deep",
+                           kMaxTokenizerJsonDepth);
   if (root.is_discarded()) return InvalidArgument("tokenizer.json: malformed JSON");
   if (!root.is_object()) return InvalidArgument("tokenizer.json: top level must be an object");
   if (!root.contains("model")) return InvalidArgument("tokenizer.json: missing 'model'");

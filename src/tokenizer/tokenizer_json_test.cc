@@ -160,6 +160,33 @@ TEST(TokenizerErrors, BadStructure) {
   ExpectError(j, StatusCode::kInvalidArgument, "bad regex");
 }
 
+// Sequences nested 200,000 deep: the component parsers recursed once per level and overflowed
+// the stack. Sequences a few levels deep still load.
+TEST(TokenizerErrors, DeeplyNestedSequencesAreAnError) {
+  std::string base = BaseJson().dump();
+  for (const std::string key : {"normalizer", "pre_tokenizer", "decoder"}) {
+    const std::string list = key == "normalizer"      ? "normalizers"
+                             : key == "pre_tokenizer" ? "pretokenizers"
+                                                      : "decoders";
+    auto nested = [&](int depth) {
+      std::string open, close;
+      for (int i = 0; i < depth; ++i) {
+        open += R"({"type":"Sequence",")" + list + R"(":[)";
+        close += "]}";
+      }
+      std::string text = base;
+      const std::string field = "\"" + key + "\":null";
+      text.replace(text.find(field), field.size(), "\"" + key + "\":" + open + close);
+      return Tokenizer::FromJsonText(text, "");
+    };
+    auto deep = nested(200000);
+    ASSERT_FALSE(deep.ok()) << key;
+    EXPECT_NE(deep.status().message().find("nested more than"), std::string::npos)
+        << deep.status().ToString();
+    EXPECT_TRUE(nested(8).ok()) << key << ": " << nested(8).status().ToString();
+  }
+}
+
 TEST(TokenizerErrors, UnsupportedComponents) {
   json j = BaseJson();
   j["model"] = {{"type", "Unigram"}, {"vocab", json::array()}};

@@ -204,6 +204,34 @@ TEST(CliTest, OfflineBatchJsonl) {
   std::remove(out.c_str());
 }
 
+// A JSONL line or chat-template case nested 200,000 levels deep is an error, not a stack overflow
+// (the chat template context copied the messages, recursing once per level).
+TEST(CliTest, DeeplyNestedInputJson) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const std::string in = ScratchPath("deep_in.jsonl"), out = ScratchPath("deep_out.jsonl");
+  {
+    std::ofstream f(in);
+    f << R"({"messages": [{"role": "user", "content": "hi", "x": )" << std::string(200000, '[')
+      << std::string(200000, ']') << "}], \"max_tokens\": 1}\n";
+  }
+  std::remove(out.c_str());
+  RunResult r = RunXinfer("generate --model " + Model("tiny-qwen3") + " --input " + in +
+                          " --output " + out + " --max-model-len 64 --num-gpu-blocks-override 8");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("line 1: nested more than 512 levels deep"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(out).good());
+  // `chat-template --input` reads the same kind of JSON.
+  {
+    std::ofstream f(in);
+    f << R"({"messages": [{"role": "user", "content": "hi", "x": )" << std::string(200000, '[')
+      << std::string(200000, ']') << "}]}";
+  }
+  RunResult c = RunXinfer("chat-template --model " + Model("tiny-qwen3") + " --input " + in);
+  EXPECT_EQ(c.exit_code, 1) << c.err;
+  EXPECT_NE(c.err.find("nested more than 512 levels deep"), std::string::npos) << c.err;
+  std::remove(in.c_str());
+}
+
 // Quantize to AWQ, then inspect and generate from the result; GGUF files run through the same
 // commands.
 TEST(CliTest, QuantizeAwqAndGguf) {

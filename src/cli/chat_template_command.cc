@@ -42,9 +42,10 @@ int RunChatTemplate(const ChatTemplateOptions& o) {
   auto text = ReadFileToString(o.input);
   if (!text.ok()) return ReportError(text.status());
   // ordered_json keeps the key order of tool schemas, which tojson makes visible.
-  const nlohmann::ordered_json input =
-      nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (input.is_discarded() || !input.is_object()) {
+  auto parsed = ParseInputJson(*text);
+  if (!parsed.ok()) return ReportError(parsed.status().WithContext(o.input));
+  const nlohmann::ordered_json& input = *parsed;
+  if (!input.is_object()) {
     return ReportError(InvalidArgument("{}: expected a JSON object", o.input));
   }
   auto messages = input.find("messages");

@@ -53,12 +53,12 @@ int RunOfflineBatch(const std::string& input_path, const std::string& output_pat
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::ordered_json body =
-        nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
     auto fail = [&](const Status& s) {
       return ReportError(s.WithContext(fmt::format("{} line {}", input_path, line_no)));
     };
-    if (body.is_discarded()) return fail(InvalidArgument("not valid JSON"));
+    auto parsed = ParseInputJson(line);
+    if (!parsed.ok()) return fail(parsed.status());
+    nlohmann::ordered_json body = std::move(*parsed);
     auto prompt = (*builder)->Build(body);
     if (!prompt.ok()) return fail(prompt.status());
     auto params =

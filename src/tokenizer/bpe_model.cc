@@ -12,7 +12,9 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(BpeOptions options) {
   std::unique_ptr<BpeModel> m(new BpeModel());
   int32_t max_id = -1;
   for (const auto& [token, id] : options.vocab) {
-    if (id < 0) return InvalidArgument("BPE vocabulary: token '{}' has negative id {}", token, id);
+    if (id < 0 || id > kMaxTokenId)
+      return InvalidArgument("BPE vocabulary: token '{}' has id {} outside [0, {}]", token, id,
+                             kMaxTokenId);
     max_id = std::max(max_id, id);
   }
   m->id_to_token_.resize(static_cast<size_t>(max_id + 1));

@@ -24,8 +24,12 @@ struct StringHash {
 };
 using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
+// The largest token id a tokenizer file may use (vocabularies hold ~10^5 tokens). Ids size
+// vectors (id + 1 entries): INT32_MAX overflowed that count, and ids near it asked for tens of GB.
+inline constexpr int32_t kMaxTokenId = (1 << 24) - 1;
+
 struct BpeOptions {
-  // (token, id) pairs; ids need not be dense, but must be >= 0.
+  // (token, id) pairs; ids need not be dense, but must be in [0, kMaxTokenId].
   std::vector<std::pair<std::string, int32_t>> vocab;
   // Merges in priority order (index = rank): the pair (left, right) becomes left+right.
   std::vector<std::pair<std::string, std::string>> merges;

@@ -189,8 +189,9 @@ StatusOr<std::unique_ptr<Tokenizer>> Build(std::string_view tokenizer_json,
     tok::AddedToken a;
     a.id = t.at("id").get<int32_t>();
     a.content = t.at("content").get<std::string>();
-    if (a.id < 0)
-      return InvalidArgument("tokenizer.json: added token '{}' has id {}", a.content, a.id);
+    if (a.id < 0 || a.id > tok::kMaxTokenId)
+      return InvalidArgument("tokenizer.json: added token '{}' has id {} outside [0, {}]",
+                             a.content, a.id, tok::kMaxTokenId);
     a.single_word = JsonBool(t, "single_word", false);
     a.lstrip = JsonBool(t, "lstrip", false);
     a.rstrip = JsonBool(t, "rstrip", false);

@@ -187,6 +187,20 @@ TEST(TokenizerErrors, DeeplyNestedSequencesAreAnError) {
   }
 }
 
+// A token id of INT32_MAX overflowed the vocabulary size (id + 1; UBSan: signed overflow), and
+// ids near it asked for tens of GB. Ids past kMaxTokenId are an error naming the token.
+TEST(TokenizerErrors, HugeTokenIdsAreAnError) {
+  json j = BaseJson();
+  j["model"]["vocab"]["zz"] = 2147483647;
+  ExpectError(j, StatusCode::kInvalidArgument, "token 'zz' has id 2147483647");
+  j = BaseJson();
+  j["added_tokens"] = json::array({Added(2147483647, "<big>")});
+  ExpectError(j, StatusCode::kInvalidArgument, "added token '<big>' has id 2147483647");
+  j = BaseJson();
+  j["added_tokens"] = json::array({Added(1000, "<ok>")});
+  EXPECT_NE(Load(j), nullptr);  // sparse ids well below the limit still load
+}
+
 TEST(TokenizerErrors, UnsupportedComponents) {
   json j = BaseJson();
   j["model"] = {{"type", "Unigram"}, {"vocab", json::array()}};

@@ -93,7 +93,9 @@ StatusOr<json> OpenAIServer::TokenizeBody(const json& body) const {
   XI_RETURN_IF_ERROR(CheckModel(body, options_.config));
   std::vector<int32_t> ids;
   if (body.contains("messages")) {
-    json chat = {{"messages", body["messages"]}};
+    // The same messages as a chat request renders (parts joined, null content as "").
+    XI_ASSIGN_OR_RETURN(json messages, NormalizeMessages(body["messages"]));
+    json chat = {{"messages", std::move(messages)}};
     static const std::string kKeys[] = {"tools", "chat_template_kwargs", "add_generation_prompt"};
     for (const std::string& k : kKeys)
       if (body.contains(k)) chat[k] = body[k];

@@ -77,8 +77,8 @@ Status ParseParams(const json& body, const ProtocolContext& ctx, int prompt_len,
   return Status::Ok();
 }
 
-// OpenAI content parts ([{"type": "text", "text": ...}]) → the plain string chat templates
-// expect, as vLLM does for text-only models.
+}  // namespace
+
 StatusOr<json> NormalizeMessages(const json& messages) {
   if (!messages.is_array() || messages.empty())
     return InvalidArgument("messages must be a non-empty list");
@@ -97,13 +97,20 @@ StatusOr<json> NormalizeMessages(const json& messages) {
         text += part["text"].get<std::string>();
       }
       copy["content"] = text;
-    } else if (m.contains("content") && !m["content"].is_string() && !m["content"].is_null()) {
+    } else if (!m.contains("content") || m["content"].is_null()) {
+      // An assistant turn that only calls tools comes back from OpenAI clients with content null.
+      // vLLM renders an absent or null content as "" (its string content format); Qwen3's
+      // template tests `'</think>' in message.content`, which fails on none.
+      copy["content"] = "";
+    } else if (!m["content"].is_string()) {
       return InvalidArgument("messages: content must be a string or a list of parts");
     }
     out.push_back(std::move(copy));
   }
   return out;
 }
+
+namespace {
 
 Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationRequest& r,
                   bool* include_tools) {

@@ -64,6 +64,11 @@ StatusOr<GenerationRequest> ParseChatRequest(const nlohmann::json& body,
 StatusOr<GenerationRequest> ParseCompletionRequest(const nlohmann::json& body,
                                                    const ProtocolContext& ctx);
 
+// OpenAI chat messages as chat templates take them, as vLLM passes them for text-only models:
+// content parts ([{"type": "text", "text": ...}]) joined into one string, an absent or null
+// content as "". InvalidArgument for anything else but a string content.
+StatusOr<nlohmann::json> NormalizeMessages(const nlohmann::json& messages);
+
 // NotFound unless `body.model` is absent or names the served model.
 Status CheckModel(const nlohmann::json& body, const ServerConfig& config);
 

@@ -5,7 +5,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { makeTempDir, startServer, skipUnless, QWEN } from './helpers.mjs';
+import { makeTempDir, startServer, skipUnless, raw, QWEN } from './helpers.mjs';
 
 const SCRIPTS = [
   { trigger: 'SCRIPT_BOTH', output: '<think>\nI should call two tools.\n</think>\n\nLet me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"tz": "CET"}}\n</tool_call>' },
@@ -108,6 +108,47 @@ describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(
     const r = await client.chat.completions.create(ask('SCRIPT_TOOL', { tool_choice: 'none' }));
     assert.match(r.choices[0].message.content, /<tool_call>/);
     assert.deepEqual(r.choices[0].message.tool_calls ?? [], []);
+  });
+
+  test('a tool call sent back as history (content null) renders like content ""', async () => {
+    // The OpenAI round trip: the assistant's tool-call message as the client got it (content
+    // null), then the tool's result. Qwen3's template tests `'</think>' in message.content`:
+    // null must reach it as "" (as vLLM passes it), or the follow-up request fails.
+    const first = await client.chat.completions.create(ask('SCRIPT_TOOL weather in Paris?'));
+    const call = first.choices[0].message;
+    assert.equal(call.content, null);
+    const history = (assistant) => [
+      { role: 'user', content: 'SCRIPT_TOOL weather in Paris?' },
+      assistant,
+      { role: 'tool', tool_call_id: call.tool_calls[0].id, content: '{"temp": 12}' },
+    ];
+    const r = await client.chat.completions.create({ model: 'test-model', tools: TOOLS,
+      messages: history(call), max_tokens: 3, ignore_eos: true });
+    assert.equal(r.choices[0].finish_reason, 'length');
+    // /tokenize renders the same prompt: null, an absent content and "" alike, with the call.
+    const { content, ...noContent } = call;
+    const counts = [];
+    for (const assistant of [call, noContent, { ...call, content: '' }]) {
+      const t = await raw(srv.baseURL, 'POST', '/tokenize',
+        { model: 'test-model', tools: TOOLS, messages: history(assistant) });
+      assert.equal(t.status, 200, JSON.stringify(t.json));
+      counts.push(t.json.count);
+    }
+    assert.deepEqual(counts, [r.usage.prompt_tokens, r.usage.prompt_tokens, r.usage.prompt_tokens]);
+    const text = await raw(srv.baseURL, 'POST', '/detokenize',
+      { model: 'test-model', tokens: (await raw(srv.baseURL, 'POST', '/tokenize',
+        { model: 'test-model', tools: TOOLS, messages: history(call) })).json.tokens });
+    assert.match(text.json.prompt, /"name": "get_weather"/);
+    assert.match(text.json.prompt, /\{"temp": 12\}/);
+  });
+
+  test('/tokenize joins content parts as a chat request does', async () => {
+    const parts = [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }];
+    const joined = [{ role: 'user', content: 'a\nb' }];
+    const a = await raw(srv.baseURL, 'POST', '/tokenize', { messages: parts });
+    const b = await raw(srv.baseURL, 'POST', '/tokenize', { messages: joined });
+    assert.equal(a.status, 200, JSON.stringify(a.json));
+    assert.deepEqual(a.json.tokens, b.json.tokens);
   });
 
   test('a malformed tool call stays content', async () => {

@@ -1,6 +1,8 @@
 #include "formats/safetensors.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -101,8 +103,17 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
 }
 
 Tensor SafetensorsFile::Get(const TensorInfo& info) const {
-  auto buffer = std::make_shared<PinnedHostBuffer>(
-      file_, const_cast<uint8_t*>(file_->data() + info.offset), info.size);
+  uint8_t* data = const_cast<uint8_t*>(file_->data() + info.offset);
+  // The format packs tensors without padding, and a header whose length is not a multiple of 8
+  // (writers other than Hugging Face's pad it) shifts them all: a tensor whose bytes do not start
+  // at a multiple of its element size is copied into aligned memory, since every reader of a
+  // Tensor (loaders, kernels) accesses its elements as typed values.
+  if (reinterpret_cast<uintptr_t>(data) % DTypeSize(info.dtype) != 0) {
+    Tensor copy = NewHostTensor(info.dtype, info.shape);
+    std::memcpy(copy.raw(), data, info.size);
+    return copy;
+  }
+  auto buffer = std::make_shared<PinnedHostBuffer>(file_, data, info.size);
   return Tensor(std::move(buffer), 0, info.dtype, info.shape);
 }
 

@@ -61,6 +61,34 @@ TEST_F(SafetensorsTest, ReadsValidFile) {
   EXPECT_EQ(t.data<uint8_t>()[0], 16);  // data byte i has value i
 }
 
+// Tensors are packed without padding and a header need not be padded to 8 bytes: a tensor whose
+// bytes start off its element size's alignment comes back as an aligned copy of them (a view
+// would have every typed read of it misaligned: undefined behaviour, a fault on some CPUs).
+TEST_F(SafetensorsTest, MisalignedTensorsComeBackAsAlignedCopies) {
+  // A U8 tensor of 3 bytes puts the F32 one at data offset 3 and the BF16 one at 11; with the
+  // data section at a multiple of 4 in the file (the header padded with spaces to a multiple of
+  // 4, the mapping page-aligned), both start off their alignment.
+  std::string header = R"({"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},)"
+                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[3,11]},)"
+                       R"("c":{"dtype":"BF16","shape":[2],"data_offsets":[11,15]}})";
+  while (header.size() % 4 != 0) header += ' ';
+  auto path = Write("packed.safetensors", header, 15);
+  auto f = SafetensorsFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (const char* name : {"a", "b", "c"}) {
+    const TensorInfo& info = (*f)->tensors().at(name);
+    Tensor t = (*f)->Get(info);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % DTypeSize(info.dtype), 0u) << name;
+    ASSERT_EQ(static_cast<size_t>(t.size_bytes()), info.size) << name;
+    const size_t begin = info.offset - 8 - header.size();  // data byte i has value i
+    if (info.dtype != DType::kU8) {
+      EXPECT_NE(info.offset % DTypeSize(info.dtype), 0u) << name;
+    }
+    for (size_t i = 0; i < info.size; ++i)
+      EXPECT_EQ(static_cast<const uint8_t*>(t.raw())[i], begin + i) << name << " byte " << i;
+  }
+}
+
 TEST_F(SafetensorsTest, MissingFile) {
   EXPECT_NE(ErrorOf((dir_ / "nope.safetensors").string()).find("NotFound: no such file"),
             std::string::npos);

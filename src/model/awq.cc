@@ -1,19 +1,8 @@
 #include "model/awq.h"
 
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 namespace xinfer {
-
-Tensor NewHostTensor(DType dtype, Shape shape) {
-  const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  XI_CHECK_MSG(p != nullptr, "out of memory allocating weights");
-  std::shared_ptr<void> owner(p, std::free);
-  auto buffer = std::make_shared<PinnedHostBuffer>(owner, p, bytes);
-  return Tensor(std::move(buffer), 0, dtype, std::move(shape));
-}
 
 Status CheckAwqConfig(const QuantizationConfig& q, const std::string& model_dir) {
   if (q.method != "awq")

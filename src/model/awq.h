@@ -30,7 +30,4 @@ StatusOr<QuantTensor> LoadAwqLinear(const WeightStore& store, const std::string&
 // The packing order within an int32 of qweight/qzeros: output 8c + kAwqOrder[i] is in nibble i.
 inline constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-// Host memory for weights made at load time (repacked or permuted copies), 64-byte aligned.
-Tensor NewHostTensor(DType dtype, Shape shape);
-
 }  // namespace xinfer

@@ -1,6 +1,7 @@
 #include "tensor/tensor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace xinfer {
@@ -171,6 +172,16 @@ void PackRowTiles(Layout layout, const uint8_t* src, uint8_t* dst, int64_t rows,
       });
     }
   }
+}
+
+Tensor NewHostTensor(DType dtype, Shape shape) {
+  const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  XI_CHECK_MSG(p != nullptr, "out of memory allocating weights");
+  std::shared_ptr<void> owner(p, std::free);
+  auto buffer = std::make_shared<PinnedHostBuffer>(owner, p, bytes);
+  return Tensor(std::move(buffer), 0, dtype, std::move(shape));
 }
 
 }  // namespace xinfer

@@ -137,6 +137,10 @@ class Tensor {
   Layout layout_ = Layout::kRowMajor;
 };
 
+// A tensor in new host memory, 64-byte aligned (weights made at load time: repacked, converted
+// or permuted copies). Contents uninitialized.
+Tensor NewHostTensor(DType dtype, Shape shape);
+
 // Bytes of one row of a 2-D tensor.
 int64_t RowBytes(const Tensor& t);
 // Copies row r of a 2-D tensor, in either layout, to dst in row order (RowBytes(t) bytes).

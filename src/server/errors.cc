@@ -63,7 +63,13 @@ std::string ParamOf(const std::string& message) {
                                                 "echo",
                                                 "priority",
                                                 "add_special_tokens",
-                                                "add_generation_prompt"};
+                                                "add_generation_prompt",
+                                                "response_format",
+                                                "guided_json",
+                                                "guided_regex",
+                                                "guided_choice",
+                                                "guided_grammar",
+                                                "structured_outputs"};
   size_t end = 0;
   while (end < message.size() &&
          (std::islower(static_cast<unsigned char>(message[end])) || message[end] == '_'))

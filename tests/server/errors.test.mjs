@@ -69,6 +69,22 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       { param: 'tool_choice' });
     assertError(await post('/v1/chat/completions', chat({ tools: 'x' })), 400, { param: 'tools' });
   });
+  test('400 for structured output (no guided decoding), text format accepted', async () => {
+    for (const type of ['json_object', 'json_schema']) {
+      assertError(await post('/v1/chat/completions', chat({ response_format: { type } })), 400,
+        { param: 'response_format', message: /guided decoding/ });
+    }
+    assertError(await post('/v1/completions', { prompt: 'a', response_format: { type: 'json_object' } }),
+      400, { param: 'response_format' });
+    assertError(await post('/v1/chat/completions', chat({ response_format: 'json' })), 400,
+      { param: 'response_format' });
+    for (const key of ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs']) {
+      assertError(await post('/v1/chat/completions', chat({ [key]: { a: 1 } })), 400, { param: key });
+    }
+    const ok = await post('/v1/chat/completions',
+      chat({ response_format: { type: 'text' }, guided_json: null, max_tokens: 1 }));
+    assert.equal(ok.status, 200, JSON.stringify(ok.json));
+  });
   test('400, not 500, for a null or wrong-typed optional field', async () => {
     assertError(await post('/v1/chat/completions', chat({ logprobs: null, top_logprobs: 2 })), 400,
       { param: 'top_logprobs' });

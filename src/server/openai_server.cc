@@ -204,7 +204,9 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   if (body.is_discarded() || !body.is_object()) {
-    co_await SendError(ex, MakeError(400, "the request body must be a JSON object"));
+    co_await SendError(
+        ex, MakeError(400, body.is_discarded() ? "the request body is not valid JSON"
+                                               : "the request body must be a JSON object"));
     co_return;
   }
   if (path == "/tokenize" || path == "/detokenize") {

@@ -29,8 +29,8 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
   after(async () => { assert.equal((await srv.stop()).code, 0); });
 
   test('400 invalid JSON / not an object', async () => {
-    assertError(await post('/v1/chat/completions', '{not json'), 400);
-    assertError(await post('/v1/completions', '[1,2]'), 400);
+    assertError(await post('/v1/chat/completions', '{not json'), 400, { message: /not valid JSON/ });
+    assertError(await post('/v1/completions', '[1,2]'), 400, { message: /must be a JSON object/ });
   });
   test('400 missing messages / prompt', async () => {
     assertError(await post('/v1/chat/completions', { model: 'test-model' }), 400, { param: 'messages' });

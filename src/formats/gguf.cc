@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -489,10 +490,29 @@ const GgufTensorInfo* GgufFile::FindTensor(const std::string& name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+namespace {
+
+// A view of `size` mapped bytes at `data`, or an aligned copy of them when `data` is not a
+// multiple of `align`: a file may set general.alignment as low as 1, and every reader of a Tensor
+// accesses its elements as typed values (F16 scales inside quantized blocks included).
+Tensor ViewOrAlignedCopy(const std::shared_ptr<MappedFile>& file, const uint8_t* data, size_t size,
+                         size_t align, DType dtype, Shape shape) {
+  if (reinterpret_cast<uintptr_t>(data) % align != 0) {
+    Tensor copy = NewHostTensor(dtype, std::move(shape));
+    std::memcpy(copy.raw(), data, size);
+    return copy;
+  }
+  auto buffer = std::make_shared<PinnedHostBuffer>(file, const_cast<uint8_t*>(data), size);
+  return Tensor(std::move(buffer), 0, dtype, std::move(shape));
+}
+
+}  // namespace
+
 Tensor GgufFile::GetRaw(const GgufTensorInfo& info) const {
-  auto buffer = std::make_shared<PinnedHostBuffer>(
-      file_, const_cast<uint8_t*>(file_->data()) + info.offset, info.size);
-  return Tensor(std::move(buffer), 0, DType::kU8, {static_cast<int64_t>(info.size)});
+  // 4: the widest field the quantized blocks' readers load (their F16 scales lie at even offsets
+  // of even-sized blocks).
+  return ViewOrAlignedCopy(file_, file_->data() + info.offset, info.size, 4, DType::kU8,
+                           {static_cast<int64_t>(info.size)});
 }
 
 StatusOr<Tensor> GgufFile::GetDense(const std::string& name) const {
@@ -513,9 +533,8 @@ StatusOr<Tensor> GgufFile::GetDense(const std::string& name) const {
       return InvalidArgument("tensor '{}' is {}, expected F32, F16 or BF16", name,
                              GgmlTypeName(info->type));
   }
-  auto buffer = std::make_shared<PinnedHostBuffer>(
-      file_, const_cast<uint8_t*>(file_->data()) + info->offset, info->size);
-  return Tensor(std::move(buffer), 0, dtype, info->shape);
+  return ViewOrAlignedCopy(file_, file_->data() + info->offset, info->size, DTypeSize(dtype), dtype,
+                           info->shape);
 }
 
 StatusOr<Weight> GgufFile::GetWeight(const std::string& name) const {

@@ -185,6 +185,49 @@ TEST_F(GgufTest, WriterRoundTripsTensorsWithAlignment) {
 // type ids, as [rows, ne0], and dequantize to what the format describes: the Q4_1 rows are built
 // by hand (block b of row r: d = (r + 1) / 4, m = -(b + 1), element i < 16 code i, 16 + i code
 // 15 - i), the Q5_K rows come from the reference quantizer and must stay near their source.
+// general.alignment may be 1: tensors then lie wherever the previous one ended, and one starting
+// off its element size's alignment comes back as an aligned copy (a view would make every typed
+// read of it misaligned).
+TEST_F(GgufTest, TensorsOffTheirAlignmentComeBackAsAlignedCopies) {
+  GgufWriter w;
+  w.set_alignment(1);
+  w.SetU32("general.alignment", 1);
+  std::vector<uint16_t> bf = {F32ToBf16(1.5f)};
+  const std::string bf_bytes(reinterpret_cast<char*>(bf.data()), 2);
+  // Relative offsets 0, 2, 6, 8 and 12: whatever the data section's start, some F32 tensor and
+  // (at an odd start) every BF16 one lies off its alignment.
+  w.AddTensor("b1", ggml::kBF16, {1}, bf_bytes);
+  w.AddTensor("f1", ggml::kF32, {1}, F32Bytes({2.f}));
+  w.AddTensor("b2", ggml::kBF16, {1}, bf_bytes);
+  w.AddTensor("f2", ggml::kF32, {1}, F32Bytes({3.f}));
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[i] = static_cast<float>(i % 5) - 2.f;
+  std::string q8(34, '\0');
+  QuantizeBlocksRef(QuantType::kQ8_0, x.data(), 32, reinterpret_cast<uint8_t*>(q8.data()));
+  w.AddTensor("q", ggml::kQ8_0, {32}, q8);
+  auto f = GgufFile::Open(Write(w.Serialize()));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const GgufFile& g = **f;
+  int misaligned = 0;
+  for (const char* name : {"b1", "f1", "b2", "f2"}) {
+    const GgufTensorInfo* info = g.FindTensor(name);
+    ASSERT_NE(info, nullptr);
+    auto t = g.GetDense(name);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    const size_t size = DTypeSize(t->dtype());
+    misaligned += info->offset % size != 0;  // the mapping starts on a page
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw()) % size, 0u) << name;
+    const float expected = name[0] == 'b' ? 1.5f : name[1] == '1' ? 2.f : 3.f;
+    EXPECT_EQ(name[0] == 'b' ? Bf16ToF32(t->data<uint16_t>()[0]) : t->data<float>()[0], expected)
+        << name;
+  }
+  EXPECT_GE(misaligned, 1);
+  auto q = g.GetWeight("q");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q->quant().data.raw()) % 4, 0u);
+  EXPECT_EQ(std::memcmp(q->quant().data.raw(), q8.data(), q8.size()), 0);
+}
+
 TEST_F(GgufTest, Q4_1AndQ5_KTensorsLoadAndDequantize) {
   GgufWriter w;
   w.SetString("general.architecture", "qwen3");

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/json_depth.h"
+
 namespace xinfer {
 
 int ReportError(const Status& status) {
@@ -34,13 +36,7 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
 StatusOr<nlohmann::ordered_json> ParseInputJson(std::string_view text) {
   using json = nlohmann::ordered_json;
   bool too_deep = false;
-  json::parser_callback_t limit = [&too_deep](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxInputJsonDepth)
-      too_deep = true;
-    return !too_deep;  // past the limit, keep nothing (the parse itself goes on)
-  };
-  json j = json::parse(text, limit, /*allow_exceptions=*/false);
+  json j = ParseJsonNoDeeperThan<json>(text, kMaxInputJsonDepth, &too_deep);
   if (too_deep) return InvalidArgument("nested more than {} levels deep", kMaxInputJsonDepth);
   if (j.is_discarded()) return InvalidArgument("not valid JSON");
   return j;

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <thread>
 
+#include "base/json_depth.h"
 #include "base/logging.h"
 #include "base/process_stats.h"
 #include "server/errors.h"
@@ -17,25 +18,8 @@ namespace {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// Deeper request bodies are refused. nlohmann's parser is iterative, but copying or converting a
-// json value recurses once per level: a 200 KB body of nested brackets overflowed the stack and
-// killed the server. Real requests (tool schemas included) nest a few dozen levels at most.
+// Deeper request bodies are refused (base/json_depth.h says why).
 constexpr int kMaxBodyDepth = 512;
-
-// The body as JSON; discarded when it is not valid JSON or nests deeper than kMaxBodyDepth
-// (*too_deep then says which).
-json ParseBody(const std::string& text, bool* too_deep) {
-  *too_deep = false;
-  json::parser_callback_t limit = [too_deep](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxBodyDepth)
-      *too_deep = true;
-    return !*too_deep;  // past the limit, keep nothing (the parse itself goes on)
-  };
-  json body = json::parse(text, limit, /*allow_exceptions=*/false);
-  if (*too_deep) return json(json::value_t::discarded);
-  return body;
-}
 
 net::awaitable<void> SendError(HttpExchange& ex, const ErrorResponse& e) {
   co_await ex.Respond(static_cast<http::status>(e.status), "application/json", e.body, e.headers);
@@ -196,7 +180,7 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   bool too_deep = false;
-  json body = ParseBody(req.body(), &too_deep);
+  json body = ParseJsonNoDeeperThan<json>(req.body(), kMaxBodyDepth, &too_deep);
   if (too_deep) {
     const ErrorResponse e = MakeError(
         400, fmt::format("the request body nests more than {} levels deep", kMaxBodyDepth));

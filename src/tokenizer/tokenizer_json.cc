@@ -2,6 +2,7 @@
 // exceptions stop here and become Status values.
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "tokenizer/component_json.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
@@ -161,13 +162,7 @@ constexpr int kMaxTokenizerJsonDepth = 128;
 StatusOr<std::unique_ptr<Tokenizer>> Build(std::string_view tokenizer_json,
                                            std::string_view config_json) {
   bool too_deep = false;
-  json::parser_callback_t limit = [&too_deep](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxTokenizerJsonDepth)
-      too_deep = true;
-    return !too_deep;  // past the limit, keep nothing
-  };
-  json root = json::parse(tokenizer_json, limit, /*allow_exceptions=*/false);
+  json root = ParseJsonNoDeeperThan<json>(tokenizer_json, kMaxTokenizerJsonDepth, &too_deep);
   if (too_deep)
     return InvalidArgument("tokenizer.json: nested more than {} levels deep",
                            kMaxTokenizerJsonDepth);

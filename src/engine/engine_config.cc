@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 namespace xinfer {
 
 Status ValidateDtype(const std::string& dtype) {
@@ -60,6 +62,18 @@ Status EngineConfig::Validate() const {
   if (!quantization.empty() && quantization != "awq" && quantization != "gguf")
     return InvalidArgument("quantization '{}' is not supported (supported: awq, gguf)",
                            quantization);
+  return Status::Ok();
+}
+
+Status EngineConfig::ResolveModelLimits(int max_position_embeddings) {
+  const int model_len = max_position_embeddings > 0 ? max_position_embeddings : 4096;
+  if (max_model_len == 0) max_model_len = model_len;
+  if (max_model_len > model_len)
+    return InvalidArgument("max_model_len {} exceeds the model's max_position_embeddings {}",
+                           max_model_len, model_len);
+  if (max_num_batched_tokens == 0)
+    max_num_batched_tokens = enable_chunked_prefill ? std::max(2048, max_num_seqs)
+                                                    : std::max(max_model_len, max_num_seqs);
   return Status::Ok();
 }
 

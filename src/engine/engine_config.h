@@ -63,6 +63,10 @@ struct EngineConfig {
   DType KvCacheDType() const;
 
   Status Validate() const;  // dtype through ValidateDtype
+  // Fills the settings that default from the model (max_model_len: the model's
+  // `max_position_embeddings`, or 4096 when it has none; max_num_batched_tokens from it) and
+  // refuses a max_model_len over the model's. Shared by LLMEngine::Create and `xinfer plan`.
+  Status ResolveModelLimits(int max_position_embeddings);
   std::string ToString() const;
 };
 

@@ -1,13 +1,12 @@
 #include "engine/llm_engine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <optional>
 #include <set>
 
 #include "base/logging.h"
 #include "engine/gguf_tokenizer_loader.h"
+#include "engine/kv_cache_sizing.h"
 
 namespace xinfer {
 
@@ -42,38 +41,6 @@ Status CheckQuantization(const EngineConfig& c, const ModelConfig& mc) {
                          c.model, held.empty() ? "not quantized" : "quantized with " + held);
 }
 
-int64_t PhysicalMemoryBytes() {
-  return static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
-}
-
-StatusOr<int32_t> ComputeNumBlocks(const EngineConfig& c, const CausalLM& model) {
-  const int64_t block_bytes =
-      static_cast<int64_t>(model.kv_bytes_per_token(c.KvCacheDType())) * c.block_size;
-  const int64_t budget = c.cpu_memory_budget > 0 ? c.cpu_memory_budget : PhysicalMemoryBytes();
-  int64_t blocks = 0;
-  if (c.num_gpu_blocks_override > 0) {
-    blocks = c.num_gpu_blocks_override;
-  } else if (c.kv_cache_memory > 0) {
-    blocks = c.kv_cache_memory / block_bytes;
-  } else {
-    const int64_t kv_bytes = static_cast<int64_t>(budget * c.gpu_memory_utilization) -
-                             static_cast<int64_t>(model.weight_bytes());
-    blocks = kv_bytes / block_bytes;
-    // More blocks than every sequence at full length can use only hold cold prefixes.
-    const int64_t useful = static_cast<int64_t>(c.max_num_seqs) *
-                           ((c.max_model_len + c.block_size - 1) / c.block_size);
-    blocks = std::min(blocks, useful);
-  }
-  if (blocks < 1)
-    return ResourceExhausted("no memory left for the KV cache (budget {} bytes, weights {} bytes)",
-                             budget, model.weight_bytes());
-  if (blocks * block_bytes > budget)
-    return ResourceExhausted("a KV cache of {} blocks needs {} bytes, over the memory budget of {}",
-                             blocks, blocks * block_bytes, budget);
-  if (blocks > (int64_t{1} << 30)) return InvalidArgument("too many KV blocks: {}", blocks);
-  return static_cast<int32_t>(blocks);
-}
-
 }  // namespace
 
 LLMEngine::~LLMEngine() = default;
@@ -96,15 +63,13 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_RETURN_IF_ERROR(CheckQuantization(c, mc));
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
 
-  const int model_len = mc.max_position_embeddings > 0 ? mc.max_position_embeddings : 4096;
-  if (c.max_model_len == 0) c.max_model_len = model_len;
-  if (c.max_model_len > model_len)
-    return InvalidArgument("max_model_len {} exceeds the model's max_position_embeddings {}",
-                           c.max_model_len, model_len);
-  if (c.max_num_batched_tokens == 0)
-    c.max_num_batched_tokens = c.enable_chunked_prefill ? std::max(2048, c.max_num_seqs)
-                                                        : std::max(c.max_model_len, c.max_num_seqs);
-  XI_ASSIGN_OR_RETURN(int32_t num_blocks, ComputeNumBlocks(c, *engine->model_));
+  XI_RETURN_IF_ERROR(c.ResolveModelLimits(mc.max_position_embeddings));
+  XI_ASSIGN_OR_RETURN(
+      const KvCacheSizing kv,
+      SizeKvCache(c, static_cast<int64_t>(engine->model_->weight_bytes()),
+                  static_cast<int64_t>(engine->model_->kv_bytes_per_token(c.KvCacheDType())),
+                  PhysicalMemoryBytes()));
+  const int32_t num_blocks = kv.num_blocks;
 
   SchedulerConfig sc;
   sc.max_num_seqs = c.max_num_seqs;

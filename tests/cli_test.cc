@@ -479,6 +479,74 @@ TEST(CliTest, ErrorsExitNonZeroWithMessage) {
   EXPECT_NE(bad_temp.err.find("temperature"), std::string::npos) << bad_temp.err;
 }
 
+// `xinfer plan`: the KV cache the engine would get from serve's flags, whether --max-num-seqs
+// sequences of --context tokens fit in it (exit 0) or not (exit 1, with the numbers that would),
+// and clear errors on bad input.
+TEST(CliTest, PlanSaysWhetherTheModelFitsAtTheConcurrencyAsked) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const std::string model = Model("tiny-qwen3");  // 1 KiB of F32 K and V per token
+  // 64 MiB x 0.5 - 18.8 MiB of weights leaves ~13.2 MiB: 845 blocks of 16 tokens.
+  const std::string budget = " --cpu-memory-budget 67108864 --gpu-memory-utilization 0.5";
+  RunResult fits =
+      RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 8 --json");
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  const json j = json::parse(fits.out);
+  EXPECT_TRUE(j["fits"].get<bool>());
+  EXPECT_TRUE(j["starts"].get<bool>());
+  EXPECT_EQ(j["kv_bytes_per_token"], 1024);
+  EXPECT_EQ(j["concurrent_seqs"], 8);
+  EXPECT_EQ(j["kv_cache_blocks"], 8 * 1024 / 16);  // capped at what 8 sequences can use
+  EXPECT_EQ(j["kv_cache_sized_by"], "gpu_memory_utilization");
+  EXPECT_EQ(j["kv_cache_bytes_needed"], 8 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(j["max_concurrency_at_max_model_len"].get<double>(), 8.0);
+
+  // 32 sequences of 1024 tokens need 32 MiB of KV cache: only 13 fit; the text says so and lists
+  // the settings that would fit.
+  RunResult some = RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 32");
+  EXPECT_EQ(some.exit_code, 1);
+  EXPECT_NE(some.out.find("does not fit: the server starts, but only 13 of 32 sequences"),
+            std::string::npos)
+      << some.out;
+  EXPECT_NE(some.out.find("--max-num-seqs 13"), std::string::npos) << some.out;
+  EXPECT_NE(some.out.find("--kv-cache-dtype bfloat16"), std::string::npos) << some.out;
+  EXPECT_NE(some.err.find("error: 32 sequences of 1024 tokens need a KV cache of 0.03 GiB"),
+            std::string::npos)
+      << some.err;
+  // The same at 256 tokens each (--context) fits, and so does a BF16 cache at 512.
+  EXPECT_EQ(RunXinfer("plan " + model + budget +
+                      " --max-model-len 1024 --max-num-seqs 32 "
+                      "--context 256")
+                .exit_code,
+            0);
+  EXPECT_EQ(RunXinfer("plan " + model + budget +
+                      " --max-model-len 1024 --max-num-seqs 32 "
+                      "--context 512 --kv-cache-dtype bfloat16")
+                .exit_code,
+            0);
+
+  // A budget the weights nearly fill: the engine would not start.
+  RunResult none = RunXinfer("plan " + model + " --cpu-memory-budget 20000000 --json");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_FALSE(json::parse(none.out)["starts"].get<bool>());
+  EXPECT_NE(none.err.find("no memory left for the KV cache"), std::string::npos) << none.err;
+
+  // Bad input: clear errors, exit 1.
+  RunResult missing = RunXinfer("plan /nonexistent/model");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/model"), std::string::npos) << missing.err;
+  RunResult long_context = RunXinfer("plan " + model + " --max-model-len 512 --context 513");
+  EXPECT_EQ(long_context.exit_code, 1);
+  EXPECT_NE(long_context.err.find("--context must be in [1, max_model_len 512]"), std::string::npos)
+      << long_context.err;
+  RunResult over_model = RunXinfer("plan " + model + " --max-model-len 100000");
+  EXPECT_EQ(over_model.exit_code, 1);
+  EXPECT_NE(over_model.err.find("exceeds the model's max_position_embeddings"), std::string::npos)
+      << over_model.err;
+  RunResult half = RunXinfer("plan " + model + " --dtype float16");
+  EXPECT_EQ(half.exit_code, 1);
+  EXPECT_NE(half.err.find("not supported by the CPU backend"), std::string::npos) << half.err;
+}
+
 // vLLM's --dtype and --quantization: accepted with vLLM's spellings, refused with a clear message
 // when unsupported or when they contradict the model.
 TEST(CliTest, DtypeAndQuantizationFlags) {

@@ -16,6 +16,7 @@ void AddServeCommand(CLI::App& app, int* exit_code);
 void AddMakeModelCommand(CLI::App& app, int* exit_code);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddQuantizeCommand(CLI::App& app, int* exit_code);
+void AddPlanCommand(CLI::App& app, int* exit_code);
 // Subcommands of `xinfer bench`: `serve` (load-test an OpenAI endpoint) and `offline` (engine
 // throughput without HTTP). Each adds itself to the given `bench` parent.
 void AddBenchServeCommand(CLI::App& bench, int* exit_code);

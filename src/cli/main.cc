@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   xinfer::AddMakeModelCommand(app, &exit_code);
   xinfer::AddDoctorCommand(app, &exit_code);
   xinfer::AddQuantizeCommand(app, &exit_code);
+  xinfer::AddPlanCommand(app, &exit_code);
   CLI::App* bench =
       app.add_subcommand("bench", "Benchmarks: serve (HTTP load) and offline (engine)");
   bench->require_subcommand(1);

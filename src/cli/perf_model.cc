@@ -109,7 +109,8 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
         bf16_weights && dense_matrix && (info->dtype == DType::kF16 || info->dtype == DType::kF32);
     const size_t bytes =
         HeldBytes(info->size, NumElements(info->shape), converted, info->shape.size() == 1);
-    cost.weight_bytes += bytes;
+    if (!EndsWith(name, "_proj.scales") && !EndsWith(name, "_proj.qzeros"))
+      cost.weight_bytes += bytes;
     if (EndsWith(name, "_proj.weight")) {
       cost.linear_flops += 2.0 * static_cast<double>(NumElements(info->shape));
       cost.decode_read_bytes += bytes;
@@ -121,11 +122,14 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
       cost.linear_flops += 2.0 * params;
       cost.decode_read_bytes += info->size;
       const std::string base = name.substr(0, name.size() - std::string("qweight").size());
-      if (const TensorInfo* scales = store->Find(base + "scales"))
-        cost.decode_read_bytes += static_cast<size_t>(NumElements(scales->shape)) * 8;
+      if (const TensorInfo* scales = store->Find(base + "scales")) {
+        const size_t scale_and_zero_bytes = static_cast<size_t>(NumElements(scales->shape)) * 8;
+        cost.decode_read_bytes += scale_and_zero_bytes;
+        cost.weight_bytes += scale_and_zero_bytes;
+      }
       cost.dtype = "AWQ4";
     } else if (EndsWith(name, "_proj.scales") || EndsWith(name, "_proj.qzeros")) {
-      // counted with the qweight
+      // counted with the qweight, as the loader holds them
     } else if (name == "lm_head.weight") {
       has_lm_head = true;
       cost.decode_read_bytes += bytes;

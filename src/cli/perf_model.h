@@ -12,7 +12,7 @@
 namespace xinfer {
 
 struct ModelCost {
-  size_t weight_bytes = 0;        // all tensors as held (stored, or converted to BF16)
+  size_t weight_bytes = 0;        // all tensors as held (stored, converted to BF16, AWQ repacked)
   size_t decode_read_bytes = 0;   // weights one decode step reads: projections, lm_head, norms
   double linear_flops = 0;        // 2 x projection parameters (per token, every row)
   double lm_head_flops = 0;       // 2 x vocab x hidden (per sampled row)

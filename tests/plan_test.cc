@@ -1,0 +1,52 @@
+// `xinfer plan` answers with the engine's own numbers: the weights ComputeModelCost counts from the
+// file headers are the bytes the loaded model holds, so SizeKvCache over them gives the KV blocks
+// LLMEngine::Create allocates, for every format and --dtype / --kv-cache-dtype.
+#include <gtest/gtest.h>
+
+#include "cli/perf_model.h"
+#include "engine/kv_cache_sizing.h"
+#include "engine/llm_engine.h"
+#include "test_util.h"
+
+namespace xinfer {
+namespace {
+
+TEST(PlanTest, KvBlocksFromTheFileHeadersAreTheEnginesBlocks) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const char* models[] = {"tiny-qwen3",           "tiny-qwen2",
+                          "tinystories-656k",     "tinystories-656k-awq",
+                          "tiny-qwen3-bf16.gguf", "tiny-qwen3-q8_0.gguf",
+                          "tiny-qwen3-q4_0.gguf", "tiny-qwen3-kq-q4_k_m.gguf"};
+  for (const char* model : models) {
+    for (const char* dtype : {"auto", "bfloat16"}) {
+      for (const char* kv_dtype : {"auto", "float32"}) {
+        SCOPED_TRACE(std::string(model) + " --dtype " + dtype + " --kv-cache-dtype " + kv_dtype);
+        EngineConfig c;
+        c.model = testing::SharedDir() + "/models/" + model;
+        c.dtype = dtype;
+        c.kv_cache_dtype = kv_dtype;
+        // One token per block and a budget the weights take most of: a weight count off by the
+        // bytes of one token's K and V moves the block count.
+        c.block_size = 1;
+        c.max_model_len = 256;
+        c.max_num_seqs = 1024;
+        c.gpu_memory_utilization = 0.5;
+        c.cpu_memory_budget = 128 << 20;
+        c.threads = 1;
+        auto engine = LLMEngine::Create(c);
+        ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+        auto cost = ComputeModelCost(c.model, c.KvCacheDType(), c.bf16_activations());
+        ASSERT_TRUE(cost.ok()) << cost.status().ToString();
+        auto kv =
+            SizeKvCache((*engine)->config(), static_cast<int64_t>(cost->weight_bytes),
+                        static_cast<int64_t>(cost->kv_bytes_per_token), PhysicalMemoryBytes());
+        ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+        EXPECT_FALSE(kv->capped_by_max_num_seqs);
+        EXPECT_EQ(kv->num_blocks, (*engine)->stats().num_blocks);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xinfer

@@ -547,6 +547,35 @@ TEST(CliTest, PlanSaysWhetherTheModelFitsAtTheConcurrencyAsked) {
   EXPECT_NE(half.err.find("not supported by the CPU backend"), std::string::npos) << half.err;
 }
 
+// vLLM's parallelism and device flags (its -tp / -pp / -dp spellings too) and its no-op flags are
+// taken, so a vLLM command line runs unchanged; what this build cannot do is refused clearly.
+TEST(CliTest, VllmParallelismAndDeviceFlags) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  const std::string run = "generate --model " + Model("tinystories-656k") +
+                          " --prompt-ids 1 --max-tokens 2 --max-model-len 64";
+  for (const char* flags :
+       {"-tp 1", "-tp=1 -pp=1 -dp=1", "--tensor-parallel-size 1 --pipeline-parallel-size 1",
+        "--device cpu --trust-remote-code --enforce-eager",
+        "--data-parallel-size 1 --device auto"}) {
+    RunResult r = RunXinfer(run + " " + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+  }
+  const std::pair<const char*, const char*> refused[] = {
+      {"-tp 2", "tensor_parallel_size 2: this build runs one process"},
+      {"-tp=4", "tensor_parallel_size 4: this build runs one process"},
+      {"--tensor-parallel-size 0", "tensor_parallel_size must be >= 1, got 0"},
+      {"-pp 2", "pipeline_parallel_size 2"},
+      {"-dp 2", "data_parallel_size 2"},
+      {"--device cuda", "device 'cuda' is not available: this build has the cpu backend"}};
+  for (const auto& [flags, message] : refused) {
+    RunResult r = RunXinfer(run + " " + flags);
+    EXPECT_EQ(r.exit_code, 1) << flags;
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
+  }
+  // Only the exact short spellings are expanded.
+  EXPECT_NE(RunXinfer(run + " -tpx 1").exit_code, 0);
+}
+
 // vLLM's --dtype and --quantization: accepted with vLLM's spellings, refused with a clear message
 // when unsupported or when they contradict the model.
 TEST(CliTest, DtypeAndQuantizationFlags) {

@@ -1,5 +1,8 @@
 #include "cli/engine_flags.h"
 
+#include <string_view>
+#include <utility>
+
 namespace xinfer {
 
 void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
@@ -41,6 +44,41 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "float32");
   cmd->add_option("-q,--quantization", c->quantization,
                   "awq or gguf; must match the model (default: taken from the model)");
+  // vLLM's names, so that its command lines run unchanged (its -tp / -pp / -dp through
+  // ExpandVllmShortFlags); EngineConfig::Validate refuses what this build cannot do.
+  cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
+                  "1 (default): one process on all --threads cores; more is not implemented yet");
+  cmd->add_option("--pipeline-parallel-size", c->pipeline_parallel_size,
+                  "1 (default); more is not implemented yet");
+  cmd->add_option("--data-parallel-size", c->data_parallel_size,
+                  "1 (default); more is not implemented yet");
+  cmd->add_option("--device", c->device, "auto (default) or cpu: the backends this build has");
+  cmd->add_flag("--trust-remote-code")
+      ->description(
+          "Accepted as vLLM takes it; xinfer never runs code from the model folder, so there is "
+          "nothing to trust");
+  cmd->add_flag("--enforce-eager")
+      ->description(
+          "Accepted as vLLM takes it; the CPU backend has no graphs to capture, so it always runs "
+          "eagerly");
+}
+
+std::vector<std::string> ExpandVllmShortFlags(std::vector<std::string> args) {
+  static constexpr std::pair<std::string_view, std::string_view> kShort[] = {
+      {"-tp", "--tensor-parallel-size"},
+      {"-pp", "--pipeline-parallel-size"},
+      {"-dp", "--data-parallel-size"}};
+  for (std::string& arg : args) {
+    for (auto [short_name, long_name] : kShort) {
+      if (arg == short_name) {
+        arg = long_name;
+      } else if (arg.size() > short_name.size() &&
+                 arg.compare(0, short_name.size() + 1, std::string(short_name) + "=") == 0) {
+        arg = std::string(long_name) + arg.substr(short_name.size());
+      }
+    }
+  }
+  return args;
 }
 
 }  // namespace xinfer

@@ -1,7 +1,11 @@
 // xinfer: one binary, many subcommands (generate, tokenize, inspect, chat-template, ...).
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"xinfer: an inference server for Qwen-family LLMs"};
@@ -23,7 +27,12 @@ int main(int argc, char** argv) {
   xinfer::AddBenchServeCommand(*bench, &exit_code);
   xinfer::AddBenchOfflineCommand(*bench, &exit_code);
   try {
-    app.parse(argc, argv);
+    // CLI11 takes the arguments in reverse order (its parse(vector) convention).
+    std::vector<std::string> args =
+        xinfer::ExpandVllmShortFlags(std::vector<std::string>(argv + 1, argv + argc));
+    std::reverse(args.begin(), args.end());
+    app.name(argv[0]);  // as parse(argc, argv) names it, for the usage lines
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -109,6 +109,11 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Larger request bodies get 413 (default 32 MiB)");
   cmd->add_option("--timeout-keep-alive", f->timeout_keep_alive,
                   "Seconds to wait for a request's headers, idle keep-alive included (default 30)");
+  cmd->add_option("--seed", f->engine.seed,
+                  "Seed of the per-request seeds of requests that give none: the same seed, the "
+                  "same samples for the same requests (default: random)");
+  cmd->add_flag("--disable-log-requests,--disable-log-stats")
+      ->description("Accepted as vLLM takes them; xinfer logs neither requests nor periodic stats");
   // Test-only: see AsyncEngineOptions::scripted_output_file. Hidden (empty group).
   cmd->add_option("--debug-scripted-output", f->debug_scripted_output)->group("");
   AddEngineFlags(cmd, &f->engine);

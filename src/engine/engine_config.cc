@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace xinfer {
 
@@ -59,6 +60,19 @@ Status EngineConfig::Validate() const {
   if (threads < 0) return InvalidArgument("threads must be >= 0, got {}", threads);
   XI_RETURN_IF_ERROR(ValidateDtype(dtype));
   XI_RETURN_IF_ERROR(ValidateKvCacheDtype(kv_cache_dtype));
+  for (auto [name, size] : {std::pair{"tensor_parallel_size", tensor_parallel_size},
+                            std::pair{"pipeline_parallel_size", pipeline_parallel_size},
+                            std::pair{"data_parallel_size", data_parallel_size}}) {
+    if (size < 1) return InvalidArgument("{} must be >= 1, got {}", name, size);
+    if (size > 1)
+      return Unimplemented(
+          "{} {}: this build runs one process, which uses every core given to it (--threads); "
+          "parallelism across processes or devices is not implemented yet",
+          name, size);
+  }
+  if (device != "auto" && device != "cpu")
+    return Unimplemented("device '{}' is not available: this build has the cpu backend (auto, cpu)",
+                         device);
   if (!quantization.empty() && quantization != "awq" && quantization != "gguf")
     return InvalidArgument("quantization '{}' is not supported (supported: awq, gguf)",
                            quantization);
@@ -83,13 +97,15 @@ std::string EngineConfig::ToString() const {
       "gpu_memory_utilization={} cpu_memory_budget={} max_model_len={} max_num_seqs={} "
       "max_num_batched_tokens={} enable_chunked_prefill={} enable_prefix_caching={} "
       "scheduling_policy={} threads={} mmap_weights={} int8_activations={} dtype={} "
-      "kv_cache_dtype={} ({}) quantization={}",
+      "kv_cache_dtype={} ({}) quantization={} tensor_parallel_size={} pipeline_parallel_size={} "
+      "data_parallel_size={} device={} seed={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
       int8_activations.has_value() ? (*int8_activations ? "true" : "false") : "auto", dtype,
       kv_cache_dtype, KvCacheDType() == DType::kBF16 ? "bfloat16" : "float32",
-      quantization.empty() ? "auto" : quantization);
+      quantization.empty() ? "auto" : quantization, tensor_parallel_size, pipeline_parallel_size,
+      data_parallel_size, device, seed.has_value() ? std::to_string(*seed) : "random");
 }
 
 }  // namespace xinfer

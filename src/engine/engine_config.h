@@ -58,6 +58,18 @@ struct EngineConfig {
   // attention reads; K/V rounded to BF16 when written). vLLM's fp8 variants are refused.
   std::string kv_cache_dtype = "auto";
 
+  // vLLM's parallelism and device flags, so that a vLLM command line runs unchanged: 1 (one
+  // process on all --threads cores) and "auto"/"cpu" are what this build has; anything else is
+  // refused by Validate() with a clear message rather than silently run on one process.
+  int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
+  int data_parallel_size = 1;
+  std::string device = "auto";
+  // vLLM's --seed: seeds the source of the per-request seeds of requests that give none, so a
+  // server restarted with the same seed samples the same tokens for the same requests in the same
+  // order. Unset: a random seed per process.
+  std::optional<uint64_t> seed;
+
   bool bf16_activations() const { return dtype == "bfloat16"; }
   // The cache's element type kv_cache_dtype resolves to (F32 or BF16); valid after Validate().
   DType KvCacheDType() const;

@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   if (gen.temperature) d.temperature = *gen.temperature;
   if (gen.top_p) d.top_p = *gen.top_p;
   if (gen.top_k) d.top_k = *gen.top_k;
-  engine->seed_source_.seed(std::random_device{}());
+  engine->seed_source_.seed(c.seed.value_or(std::random_device{}()));
 
   const double kv_gib = static_cast<double>(num_blocks) * c.block_size *
                         engine->model_->kv_bytes_per_token(c.KvCacheDType()) / (1 << 30);

@@ -200,3 +200,29 @@ describe('tinystories (no chat template)', { skip: skipUnless(STORIES) }, () => 
       model: 'stories', messages: [{ role: 'user', content: 'hi' }] }), (e) => e.status === 400);
   });
 });
+
+// A vLLM command line runs unchanged: its parallelism / device / no-op flags are taken, and
+// --seed seeds the requests that give none, so a restarted server samples the same tokens.
+describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
+  const vllmArgs = ['-tp', '1', '--pipeline-parallel-size', '1', '--device', 'cpu',
+    '--trust-remote-code', '--enforce-eager', '--disable-log-requests', '--disable-log-stats'];
+  async function sampleAfterStart(seed) {
+    const srv = await startServer(STORIES, [...vllmArgs, '--seed', String(seed)], { name: 'stories' });
+    try {
+      const r = await srv.client().completions.create({
+        model: 'stories', prompt: 'Once upon a time', max_tokens: 24, temperature: 1.5,
+        ignore_eos: true, n: 2 });
+      return r.choices.map((c) => c.text);
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+  }
+
+  test('--seed: the same unseeded samples after a restart, other samples with another seed',
+    async () => {
+      const first = await sampleAfterStart(7);
+      assert.deepEqual(await sampleAfterStart(7), first);
+      assert.notDeepEqual(await sampleAfterStart(8), first);
+      assert.notEqual(first[0], first[1]);  // the choices of one request differ
+    });
+});

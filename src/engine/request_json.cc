@@ -4,23 +4,12 @@
 #include <limits>
 #include <optional>
 
+#include "base/json_int32.h"
+
 namespace xinfer {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// An integer JSON value as int32, or nullopt when it does not fit. get<int64_t>() alone wraps
-// integers above 2^63 (18446744073709551615 reads as -1), and get<int32_t>() anything above 2^31.
-std::optional<int32_t> Int32Of(const json& v) {
-  if (v.is_number_unsigned())
-    return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max())
-               ? std::optional<int32_t>(static_cast<int32_t>(v.get<uint64_t>()))
-               : std::nullopt;
-  const int64_t i = v.get<int64_t>();
-  if (i < std::numeric_limits<int32_t>::min() || i > std::numeric_limits<int32_t>::max())
-    return std::nullopt;
-  return static_cast<int32_t>(i);
-}
 
 Status Number(const json& b, const char* key, float* out) {
   if (!b.contains(key) || b[key].is_null()) return Status::Ok();
@@ -32,7 +21,7 @@ Status Number(const json& b, const char* key, float* out) {
 Status Integer(const json& b, const char* key, int32_t* out) {
   if (!b.contains(key) || b[key].is_null()) return Status::Ok();
   if (!b[key].is_number_integer()) return InvalidArgument("{} must be an integer", key);
-  auto v = Int32Of(b[key]);
+  auto v = JsonInt32(b[key]);
   if (!v) return InvalidArgument("{} is out of range", key);
   *out = *v;
   return Status::Ok();
@@ -89,7 +78,7 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
   if (b.contains("stop_token_ids") && !b["stop_token_ids"].is_null()) {
     if (!b["stop_token_ids"].is_array()) return InvalidArgument("stop_token_ids must be a list");
     for (const auto& x : b["stop_token_ids"]) {
-      auto id = x.is_number_integer() ? Int32Of(x) : std::nullopt;
+      auto id = JsonInt32(x);
       if (!id) return InvalidArgument("stop_token_ids must hold token ids");
       p.stop_token_ids.push_back(*id);
     }

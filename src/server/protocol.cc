@@ -5,6 +5,7 @@
 #include <chrono>
 #include <random>
 
+#include "base/json_int32.h"
 #include "engine/request_json.h"
 
 namespace xinfer::server {
@@ -64,13 +65,9 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
       return Unimplemented("{} needs guided decoding, which xinfer does not support", key);
   }
   if (body.contains("priority") && !body["priority"].is_null()) {
-    const json& pr = body["priority"];
-    // get<int>() would wrap a larger integer into an unrelated priority.
-    if (!pr.is_number_integer() ||
-        (pr.is_number_unsigned() ? pr.get<uint64_t>() > uint64_t{INT32_MAX}
-                                 : pr.get<int64_t>() < INT32_MIN || pr.get<int64_t>() > INT32_MAX))
-      return InvalidArgument("priority must be a 32-bit integer");
-    r.priority = pr.get<int>();
+    auto priority = JsonInt32(body["priority"]);
+    if (!priority) return InvalidArgument("priority must be a 32-bit integer");
+    r.priority = *priority;
   }
   return Status::Ok();
 }

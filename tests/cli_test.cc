@@ -200,6 +200,19 @@ TEST(CliTest, OfflineBatchJsonl) {
                            " --output " + out);
   EXPECT_EQ(nj.exit_code, 1);
   EXPECT_NE(nj.err.find("line 1: not valid JSON"), std::string::npos) << nj.err;
+  // Token ids past 32 bits (2^64 - 1 would read as -1, 2^32 + 1 as token 1) are refused.
+  for (const char* id : {"18446744073709551615", "4294967297"}) {
+    {
+      std::ofstream bad(in);
+      bad << R"({"prompt_ids": [1, )" << id << R"(]})"
+          << "\n";
+    }
+    RunResult huge = RunXinfer("generate --model " + Model("tinystories-656k") + " --input " + in +
+                               " --output " + out);
+    EXPECT_EQ(huge.exit_code, 1) << id;
+    EXPECT_NE(huge.err.find("prompt_ids must be a list of token ids"), std::string::npos)
+        << huge.err;
+  }
   std::remove(in.c_str());
   std::remove(out.c_str());
 }

@@ -1,5 +1,6 @@
 #include "engine/prompt_builder.h"
 
+#include "base/json_int32.h"
 #include "engine/gguf_tokenizer_loader.h"
 
 namespace xinfer {
@@ -64,9 +65,9 @@ StatusOr<std::vector<int32_t>> PromptBuilder::Build(const json& body) const {
     if (!ids.is_array()) return InvalidArgument("prompt_ids must be a list of token ids");
     std::vector<int32_t> out;
     for (const auto& x : ids) {
-      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX)
-        return InvalidArgument("prompt_ids must be a list of token ids");
-      out.push_back(x.get<int32_t>());
+      const std::optional<int32_t> id = JsonInt32(x);
+      if (!id || *id < 0) return InvalidArgument("prompt_ids must be a list of token ids");
+      out.push_back(*id);
     }
     return out;
   }

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "base/json_depth.h"
+#include "base/json_int32.h"
 #include "base/logging.h"
 #include "base/process_stats.h"
 #include "server/errors.h"
@@ -110,9 +111,10 @@ StatusOr<json> OpenAIServer::DetokenizeBody(const json& body) const {
   if (!body.contains("tokens") || !body["tokens"].is_array())
     return InvalidArgument("tokens must be a list of token ids");
   for (const json& t : body["tokens"]) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab)
+    const std::optional<int32_t> id = JsonInt32(t);
+    if (!id || *id < 0 || *id >= vocab)
       return InvalidArgument("tokens must be a list of token ids in [0, {})", vocab);
-    ids.push_back(t.get<int32_t>());
+    ids.push_back(*id);
   }
   return json{{"prompt", engine_->tokenizer().Decode(ids)}};
 }

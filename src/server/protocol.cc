@@ -250,9 +250,10 @@ StatusOr<GenerationRequest> ParseCompletionRequest(const json& body, const Proto
     if (!x.is_array()) return InvalidArgument("prompt must be a string or a list");
     std::vector<int32_t> ids;
     for (const json& t : x) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.vocab_size)
+      const std::optional<int32_t> id = JsonInt32(t);
+      if (!id || *id < 0 || *id >= ctx.vocab_size)
         return InvalidArgument("prompt token ids must be integers in [0, {})", ctx.vocab_size);
-      ids.push_back(t.get<int32_t>());
+      ids.push_back(*id);
     }
     return ids;
   };

@@ -116,6 +116,12 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       { param: 'priority' });
     assertError(await post('/v1/chat/completions', chat({ logprobs: true, top_logprobs: -1 })), 400,
       { param: 'top_logprobs' });
+    // Token ids of prompts and of /detokenize: 2^64 - 1 and 2^32 + 1 too.
+    for (const id of ['18446744073709551615', '4294967297']) {
+      assertError(await post('/v1/completions', `{"prompt":[1,${id}],"max_tokens":1}`), 400,
+        { param: 'prompt' });
+      assertError(await post('/detokenize', `{"tokens":[${id}]}`), 400, { param: 'tokens' });
+    }
     assertError(await post('/v1/completions', { prompt: 'a', max_tokens: 1, logprobs: -1 }), 400,
       { param: 'logprobs' });
   });

@@ -27,7 +27,7 @@ struct LLMEngine::Choice {
         params(p),
         sampler(p, eos, seed),
         stop(p, eos),
-        decoder(tok, /*skip_special_tokens=*/true) {}
+        decoder(tok, p.skip_special_tokens) {}
 };
 
 namespace {

@@ -51,6 +51,7 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
   XI_RETURN_IF_ERROR(Integer(b, "n", &p.n));
   XI_RETURN_IF_ERROR(Bool(b, "ignore_eos", &p.ignore_eos));
   XI_RETURN_IF_ERROR(Bool(b, "include_stop_str_in_output", &p.include_stop_str_in_output));
+  XI_RETURN_IF_ERROR(Bool(b, "skip_special_tokens", &p.skip_special_tokens));
   if (b.contains("seed") && !b["seed"].is_null()) {
     if (!b["seed"].is_number_integer()) return InvalidArgument("seed must be an integer");
     p.seed = b["seed"].is_number_unsigned() ? b["seed"].get<uint64_t>()
@@ -83,6 +84,22 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
       p.stop_token_ids.push_back(*id);
     }
   }
+  if (b.contains("allowed_token_ids") && !b["allowed_token_ids"].is_null()) {
+    if (!b["allowed_token_ids"].is_array() || b["allowed_token_ids"].empty())
+      return InvalidArgument("allowed_token_ids must be a non-empty list of token ids");
+    for (const auto& x : b["allowed_token_ids"]) {
+      auto id = JsonInt32(x);
+      if (!id) return InvalidArgument("allowed_token_ids must hold token ids");
+      p.allowed_token_ids.push_back(*id);
+    }
+  }
+  // vLLM parameters xinfer does not implement: refused rather than silently ignored, so a client
+  // never gets output that disregards what it asked for.
+  if (b.contains("bad_words") && !b["bad_words"].is_null() &&
+      !(b["bad_words"].is_array() && b["bad_words"].empty()))
+    return Unimplemented("bad_words is not supported; allowed_token_ids and logit_bias are");
+  if (b.contains("prompt_logprobs") && !b["prompt_logprobs"].is_null())
+    return Unimplemented("prompt_logprobs is not supported (logprobs of generated tokens are)");
   if (b.contains("logit_bias") && !b["logit_bias"].is_null()) {
     if (!b["logit_bias"].is_object())
       return InvalidArgument("logit_bias must be an object of token id to bias");

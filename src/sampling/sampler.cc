@@ -56,6 +56,18 @@ Status Sampler::CachePromptIds(std::span<const int32_t> prompt_ids, int32_t voca
 Status Sampler::ProcessLogits(std::span<float> logits, std::span<const int32_t> prompt_ids,
                               std::span<const int32_t> output_ids) {
   const auto vocab = static_cast<int32_t>(logits.size());
+  if (!params_.allowed_token_ids.empty()) {
+    // Keep the allowed logits aside, mask everything, put them back.
+    std::vector<Candidate>& kept = ThreadScratch().candidates;
+    kept.clear();
+    for (int32_t id : params_.allowed_token_ids) {
+      if (id < 0 || id >= vocab)
+        return InvalidArgument("allowed_token_ids entry {} is out of range [0, {})", id, vocab);
+      kept.push_back({id, logits[static_cast<size_t>(id)], 0.0});
+    }
+    std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
+    for (const Candidate& c : kept) logits[static_cast<size_t>(c.id)] = c.logit;
+  }
   if (!params_.logit_bias.empty()) {
     for (const auto& [id, bias] : params_.logit_bias) {
       if (id < 0 || id >= vocab) {

@@ -170,6 +170,36 @@ TEST(SamplerTest, LogitBiasForcesAndBansTokens) {
   EXPECT_EQ(Frequencies(p, {50.0f, 0.0f, 0.0f, 0.0f}, 500)[0], 0.0);
 }
 
+// vLLM's allowed_token_ids: nothing outside the list is ever sampled, however likely, and greedy
+// decoding takes the best of the list; logprobs stay those of the raw logits.
+TEST(SamplerTest, AllowedTokenIdsRestrictTheChoice) {
+  SamplingParams p = Params();
+  p.allowed_token_ids = {1, 3, 3};  // repeats are harmless
+  const auto freq = Frequencies(p, {9.0f, 1.0f, 8.0f, 1.5f, 7.0f}, 2000);
+  EXPECT_EQ(freq[0] + freq[2] + freq[4], 0.0);
+  EXPECT_GT(freq[1], 0.2);
+  EXPECT_GT(freq[3], 0.4);
+
+  SamplingParams g = Params();
+  g.temperature = 0.0f;
+  g.logprobs = 1;
+  g.allowed_token_ids = {4, 2};
+  Sampler s(g, {kSamplerEos}, 0);
+  const SampleResult r = SampleOnce(s, {9.0f, 1.0f, 7.0f, 1.5f, 8.0f});
+  EXPECT_EQ(r.token, 4);
+  ASSERT_EQ(r.top_logprobs.size(), 1u);
+  EXPECT_EQ(r.top_logprobs[0].id, 0);  // raw: the banned token is still the most likely
+
+  SamplingParams bad = Params();
+  bad.allowed_token_ids = {5};
+  EXPECT_NE(bad.Validate(5).message().find("allowed_token_ids entry 5 is out of range [0, 5)"),
+            std::string::npos);
+  EXPECT_TRUE(bad.Validate(6).ok());
+  Sampler sb(bad, {kSamplerEos}, 0);
+  std::vector<float> logits(5, 0.0f);
+  EXPECT_EQ(sb.Sample(logits, {}, {}).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(SamplerTest, RepetitionPenaltyAppliesToPromptAndOutputOnce) {
   SamplingParams p = Params();
   p.repetition_penalty = 2.0f;

@@ -43,6 +43,11 @@ Status SamplingParams::Validate(int32_t vocab_size) const {
       return InvalidArgument("logit_bias has token id {} more than once", id);
     }
   }
+  for (int32_t id : allowed_token_ids) {
+    if (id < 0 || id >= vocab_size) {
+      return InvalidArgument("allowed_token_ids entry {} is out of range [0, {})", id, vocab_size);
+    }
+  }
   if (logprobs < -1 || logprobs > kMaxLogprobs) {
     return InvalidArgument("logprobs must be in [0, {}] (or absent), got {}", kMaxLogprobs,
                            logprobs);

@@ -40,6 +40,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   // (token id, bias in [-100, 100]) added to the raw logits; ids unique and < vocab.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM's allowed_token_ids: when non-empty, only these ids (< vocab; repeats harmless) may be
+  // sampled — every other logit is -inf before any other processing, EOS included unless listed.
+  std::vector<int32_t> allowed_token_ids;
   // Same seed (and same logits) → same tokens, alone or in any batch. Absent: the engine supplies
   // a random per-sequence seed (Sampler's fallback_seed).
   std::optional<uint64_t> seed;
@@ -59,6 +62,9 @@ struct SamplingParams {
 
   // --- Engine ---
   int32_t n = 1;  // [1, kMaxN] choices; expanded by the engine with ForChoice().
+  // Leave special tokens (e.g. <|im_end|>, <|endoftext|>) out of the text (vLLM's default); their
+  // ids are in the output either way.
+  bool skip_special_tokens = true;
 
   // OK, or InvalidArgument whose message starts with the offending parameter's JSON name
   // (e.g. "top_p must be in (0, 1], got 0"), so the server can report it as `param`.

@@ -69,7 +69,13 @@ std::string ParamOf(const std::string& message) {
                                                 "guided_regex",
                                                 "guided_choice",
                                                 "guided_grammar",
-                                                "structured_outputs"};
+                                                "structured_outputs",
+                                                "allowed_token_ids",
+                                                "skip_special_tokens",
+                                                "bad_words",
+                                                "prompt_logprobs",
+                                                "truncate_prompt_tokens",
+                                                "continue_final_message"};
   size_t end = 0;
   while (end < message.size() &&
          (std::islower(static_cast<unsigned char>(message[end])) || message[end] == '_'))

@@ -72,10 +72,28 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
   return Status::Ok();
 }
 
-// Sampling parameters for a prompt of `prompt_len` tokens, range-checked, and the context check
-// vLLM makes (prompt + max_tokens within max_model_len).
-Status ParseParams(const json& body, const ProtocolContext& ctx, int prompt_len,
+// vLLM's truncate_prompt_tokens: k >= 1 keeps the prompt's last k tokens, -1 the last
+// max_model_len; the prompt is `ids`, cut in place.
+Status TruncatePrompt(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids) {
+  if (!body.contains("truncate_prompt_tokens") || body["truncate_prompt_tokens"].is_null())
+    return Status::Ok();
+  const std::optional<int32_t> k = JsonInt32(body["truncate_prompt_tokens"]);
+  if (!k || (*k < 1 && *k != -1))
+    return InvalidArgument("truncate_prompt_tokens must be an integer >= 1, or -1");
+  if (*k > ctx.max_model_len)
+    return InvalidArgument("truncate_prompt_tokens {} is larger than max_model_len {}", *k,
+                           ctx.max_model_len);
+  const size_t keep = static_cast<size_t>(*k == -1 ? ctx.max_model_len : *k);
+  if (ids.size() > keep) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+  return Status::Ok();
+}
+
+// Sampling parameters for the prompt `ids` (truncated first when the request asks), range-checked,
+// and the context check vLLM makes (prompt + max_tokens within max_model_len).
+Status ParseParams(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids,
                    const SamplingParams& defaults, GenerationRequest& r) {
+  XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids));
+  const int prompt_len = static_cast<int>(ids.size());
   XI_ASSIGN_OR_RETURN(r.params, ParseSamplingParams(body, defaults, ctx.max_model_len, prompt_len));
   XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size));
   if (prompt_len >= ctx.max_model_len)
@@ -213,6 +231,14 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
       return InvalidArgument("chat_template_kwargs must be an object");
     chat["chat_template_kwargs"] = body["chat_template_kwargs"];
   }
+  // vLLM's continue_final_message (render the last assistant message open, to be continued)
+  // needs the template's output cut at that message's end: refused rather than ignored.
+  if (body.contains("continue_final_message") && !body["continue_final_message"].is_null()) {
+    if (!body["continue_final_message"].is_boolean())
+      return InvalidArgument("continue_final_message must be a boolean");
+    if (body["continue_final_message"].get<bool>())
+      return Unimplemented("continue_final_message is not supported");
+  }
   if (body.contains("add_generation_prompt")) {
     if (!body["add_generation_prompt"].is_boolean())
       return InvalidArgument("add_generation_prompt must be a boolean");
@@ -222,7 +248,7 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   auto ids = ctx.prompts->Build(chat);
   if (!ids.ok()) return ids.status().WithContext("messages");
   if (ids->empty()) return InvalidArgument("messages rendered to an empty prompt");
-  XI_RETURN_IF_ERROR(ParseParams(body, ctx, static_cast<int>(ids->size()), ctx.defaults, r));
+  XI_RETURN_IF_ERROR(ParseParams(body, ctx, *ids, ctx.defaults, r));
   r.prompts.push_back(std::move(*ids));
   return r;
 }
@@ -272,7 +298,7 @@ StatusOr<GenerationRequest> ParseCompletionRequest(const json& body, const Proto
   for (const json& x : items) {
     XI_ASSIGN_OR_RETURN(auto ids, ids_of(x));
     if (ids.empty()) return InvalidArgument("prompt must not be empty");
-    XI_RETURN_IF_ERROR(ParseParams(b, ctx, static_cast<int>(ids.size()), defaults, r));
+    XI_RETURN_IF_ERROR(ParseParams(b, ctx, ids, defaults, r));
     r.prompts.push_back(std::move(ids));
   }
   return r;

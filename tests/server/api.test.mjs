@@ -132,6 +132,34 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.equal(r.usage.completion_tokens, 3);
   });
 
+  test('vLLM extras: allowed_token_ids, skip_special_tokens, truncate_prompt_tokens', async () => {
+    const ids = async (prompt) => (await raw(srv.baseURL, 'POST', '/tokenize',
+      { prompt, add_special_tokens: false })).json.tokens;
+    const [hello] = await ids('Hello');
+    const [world] = await ids(' world');
+    const [imStart] = await ids('<|im_start|>');
+    const base = { model: 'test-model', prompt: 'Once upon a time', max_tokens: 8,
+      temperature: 1.0, ignore_eos: true };
+    // Only the listed tokens come out (n = 4 choices, 8 draws each).
+    const allowed = await client.completions.create({ ...base, n: 4, allowed_token_ids: [hello, world] });
+    for (const c of allowed.choices) assert.match(c.text, /^(Hello| world){8}$/, c.text);
+    // A special token is in the text only with skip_special_tokens false.
+    const special = { ...base, max_tokens: 3, allowed_token_ids: [imStart] };
+    assert.equal((await client.completions.create(special)).choices[0].text, '');
+    assert.equal((await client.completions.create({ ...special, skip_special_tokens: false }))
+      .choices[0].text, '<|im_start|>'.repeat(3));
+    // truncate_prompt_tokens keeps the prompt's last k tokens.
+    const prompt = Array.from({ length: 40 }, (_, i) => 100 + i);
+    const cut = await client.completions.create({ ...base, prompt, max_tokens: 1, truncate_prompt_tokens: 10 });
+    assert.equal(cut.usage.prompt_tokens, 10);
+    const tail = await client.completions.create({ ...base, prompt: prompt.slice(30), max_tokens: 4, temperature: 0 });
+    const cutGreedy = await client.completions.create({ ...base, prompt, max_tokens: 4, temperature: 0,
+      truncate_prompt_tokens: 10 });
+    assert.equal(cutGreedy.choices[0].text, tail.choices[0].text);
+    assert.equal((await client.completions.create({ ...base, prompt, max_tokens: 1,
+      truncate_prompt_tokens: -1 })).usage.prompt_tokens, 40);
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

@@ -135,6 +135,27 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     assertError(await post('/v2/completions', {}), 404);
     assertError(await raw(srv.baseURL, 'GET', '/v1/chat/completions'), 405);
   });
+  test('400 for vLLM parameters out of range or not implemented, naming them', async () => {
+    const c = (extra) => ({ prompt: 'hi', max_tokens: 2, ...extra });
+    assertError(await post('/v1/completions', c({ allowed_token_ids: [1, 99999999] })), 400,
+      { param: 'allowed_token_ids', message: /out of range/ });
+    assertError(await post('/v1/completions', c({ allowed_token_ids: [] })), 400,
+      { param: 'allowed_token_ids' });
+    assertError(await post('/v1/completions', c({ skip_special_tokens: 'no' })), 400,
+      { param: 'skip_special_tokens' });
+    for (const k of [0, -2, 'x', 100000])
+      assertError(await post('/v1/completions', c({ truncate_prompt_tokens: k })), 400,
+        { param: 'truncate_prompt_tokens' });
+    assertError(await post('/v1/completions', c({ bad_words: ['x'] })), 400, { param: 'bad_words' });
+    assertError(await post('/v1/completions', c({ prompt_logprobs: 1 })), 400,
+      { param: 'prompt_logprobs' });
+    assertError(await post('/v1/chat/completions', chat({ continue_final_message: true })), 400,
+      { param: 'continue_final_message' });
+    // Their defaults are accepted.
+    for (const extra of [{ bad_words: [] }, { prompt_logprobs: null }, { skip_special_tokens: true }])
+      assert.equal((await post('/v1/completions', c(extra))).status, 200);
+    assert.equal((await post('/v1/chat/completions', chat({ continue_final_message: false }))).status, 200);
+  });
   test('400 tokenize/detokenize', async () => {
     assertError(await post('/detokenize', { tokens: [-1] }), 400, { param: 'tokens' });
     assertError(await post('/tokenize', { prompt: 5 }), 400, { param: 'prompt' });

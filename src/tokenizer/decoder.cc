@@ -16,6 +16,17 @@ class JoinStage : public DecodeStage {
   }
 };
 
+// Length of the longest suffix of `s` that is a proper prefix of `pattern`.
+size_t PartialMatchSuffix(std::string_view s, std::string_view pattern) {
+  size_t max = std::min(s.size(), pattern.size() - 1);
+  for (size_t len = max; len > 0; --len) {
+    if (s.substr(s.size() - len) == pattern.substr(0, len)) return len;
+  }
+  return 0;
+}
+
+}  // namespace
+
 bool ParseByteToken(std::string_view t, uint8_t* byte) {
   if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return false;
   int v = 0;
@@ -36,19 +47,10 @@ bool ParseByteToken(std::string_view t, uint8_t* byte) {
   return true;
 }
 
-// Length of the longest suffix of `s` that is a proper prefix of `pattern`.
-size_t PartialMatchSuffix(std::string_view s, std::string_view pattern) {
-  size_t max = std::min(s.size(), pattern.size() - 1);
-  for (size_t len = max; len > 0; --len) {
-    if (s.substr(s.size() - len) == pattern.substr(0, len)) return len;
-  }
-  return 0;
-}
-
-}  // namespace
-
 Decoder::Decoder(std::vector<std::unique_ptr<DecodeStage>> stages) : stages_(std::move(stages)) {
   if (stages_.empty()) stages_.push_back(std::make_unique<JoinStage>());
+  for (const auto& stage : stages_)
+    if (dynamic_cast<const ByteLevelStage*>(stage.get()) != nullptr) byte_level_ = true;
 }
 
 void Decoder::Push(DecodeState& state, std::string_view token, std::string* out) const {

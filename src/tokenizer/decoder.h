@@ -10,6 +10,7 @@
 // A Decoder is immutable and shared; all mutable state lives in a DecodeState, one per stream.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -55,12 +56,19 @@ class Decoder {
   void Push(DecodeState& state, std::string_view token, std::string* out) const;
   // Ends the stream, appending whatever was held back.
   void Finish(DecodeState& state, std::string* out) const;
+  // A ByteLevel stage maps the tokens back to bytes (GPT-2 / Qwen vocabularies); otherwise
+  // tokens are text (sentencepiece style, `▁` for spaces, <0xNN> byte fallback).
+  bool byte_level() const { return byte_level_; }
 
  private:
   void Run(DecodeState& state, std::vector<DecodePiece> pieces, bool finish,
            std::string* out) const;
   std::vector<std::unique_ptr<DecodeStage>> stages_;
+  bool byte_level_ = false;
 };
+
+// A sentencepiece byte-fallback token "<0xNN>": true and its byte, else false.
+bool ParseByteToken(std::string_view token, uint8_t* byte);
 
 // --- Stages (tokenizer.json decoder types) ---
 

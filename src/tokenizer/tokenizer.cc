@@ -5,6 +5,7 @@
 #include "base/check.h"
 #include "base/mapped_file.h"
 #include "base/utf8.h"
+#include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace xinfer {
@@ -149,6 +150,28 @@ std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
 
 std::string Tokenizer::IdToToken(int32_t id) const {
   return std::string(impl_->TokenFor(id).value_or(std::string_view()));
+}
+
+std::string Tokenizer::TokenBytes(int32_t id) const {
+  if (auto it = impl_->added.find(id); it != impl_->added.end())
+    return it->second.special ? "" : it->second.content;
+  const std::optional<std::string_view> token = impl_->TokenFor(id);
+  if (!token) return "";
+  std::string out;
+  if (impl_->decoder->byte_level() && tok::ByteLevelDecode(*token, &out)) return out;
+  out.clear();
+  const std::string_view t = *token;
+  if (uint8_t byte; tok::ParseByteToken(t, &byte)) return std::string(1, static_cast<char>(byte));
+  static constexpr std::string_view kMetaspace = "\xe2\x96\x81";  // U+2581 ▁
+  for (size_t i = 0; i < t.size();) {
+    if (t.substr(i, kMetaspace.size()) == kMetaspace) {
+      out += ' ';
+      i += kMetaspace.size();
+    } else {
+      out += t[i++];
+    }
+  }
+  return out;
 }
 
 bool Tokenizer::IsSpecial(int32_t id) const {

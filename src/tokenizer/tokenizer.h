@@ -45,6 +45,11 @@ class Tokenizer {
   std::optional<int32_t> TokenToId(std::string_view token) const;
   std::string IdToToken(int32_t id) const;  // raw vocabulary string, "" if out of range
   bool IsSpecial(int32_t id) const;
+  // The bytes token `id` adds to the text in the middle of a stream, for grammar-constrained
+  // sampling: byte-level tokens mapped back to their bytes (a piece of a UTF-8 character stays a
+  // piece), sentencepiece tokens with `▁` as a space and <0xNN> as that byte, added tokens as
+  // their content; "" for special tokens and ids outside the vocabulary.
+  std::string TokenBytes(int32_t id) const;
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;  // from tokenizer_config eos_token
   const std::string& bos_token() const;   // "" when none

@@ -57,6 +57,35 @@ TEST(TokenizerJson, MergesAsPairsOrStrings) {
   EXPECT_EQ(a->Decode(Enc(*a, "abc")), "ab c");  // no decoder: tokens joined by spaces
 }
 
+// TokenBytes follows the decoder: a ByteLevel decoder maps each character back to its byte ("é"
+// is byte 0xE9 of the alphabet); otherwise tokens are text, `▁` a space, <0xNN> that byte.
+TEST(TokenizerJson, TokenBytesFollowTheDecoder) {
+  json j = BaseJson();
+  j["model"]["vocab"] = json{{"<0x41>", 0}, {"\u2581hi", 1}, {"\u00e9", 2}, {"ab", 3}};
+  j["model"]["merges"] = json::array();
+  j["added_tokens"] = json::array({Added(4, "<s>"), Added(5, "<x>", {{"special", false}})});
+  j["decoder"] =
+      json{{"type", "Sequence"},
+           {"decoders",
+            json::array(
+                {json{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                 json{{"type", "ByteFallback"}}, json{{"type", "Fuse"}},
+                 json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+  auto sp = Load(j);
+  ASSERT_TRUE(sp);
+  EXPECT_EQ(sp->TokenBytes(0), "A");
+  EXPECT_EQ(sp->TokenBytes(1), " hi");
+  EXPECT_EQ(sp->TokenBytes(2), "\xc3\xa9");
+  EXPECT_EQ(sp->TokenBytes(3), "ab");
+  EXPECT_EQ(sp->TokenBytes(4), "");  // special
+  EXPECT_EQ(sp->TokenBytes(5), "<x>");
+  j["decoder"] = json{{"type", "ByteLevel"}};
+  auto bl = Load(j);
+  ASSERT_TRUE(bl);
+  EXPECT_EQ(bl->TokenBytes(2), "\xe9");
+  EXPECT_EQ(bl->TokenBytes(3), "ab");
+}
+
 TEST(TokenizerJson, AddedTokenFlags) {
   json j = BaseJson();
   j["added_tokens"] = json::array(

@@ -112,6 +112,26 @@ TEST(QwenTokenizer, SpecialTokens) {
   for (int32_t id : *near) EXPECT_LT(id, 151643);
 }
 
+// TokenBytes: the tokens of a text, each mapped back to its bytes, concatenate to the text, also
+// where a token holds only part of a UTF-8 character; special tokens stand for no bytes.
+TEST(QwenTokenizer, TokenBytesConcatenateToTheText) {
+  XI_REQUIRE_SHARED();
+  const Tokenizer& tok = SharedTokenizer("tiny-qwen3");
+  for (const char* text : {"Hello world", "{\"a\": [1, 2.5e3], \"b\": null}\n",
+                           "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\xe4\xbd\xa0\xe5\xa5\xbd",
+                           "<think>\nx</think>"}) {
+    auto ids = tok.Encode(text, /*add_special_tokens=*/false);
+    ASSERT_TRUE(ids.ok());
+    std::string joined;
+    for (int32_t id : *ids) joined += tok.TokenBytes(id);
+    EXPECT_EQ(joined, text);
+  }
+  EXPECT_EQ(tok.TokenBytes(151644), "");  // <|im_start|>
+  EXPECT_EQ(tok.TokenBytes(151667), "<think>");
+  EXPECT_EQ(tok.TokenBytes(-1), "");
+  EXPECT_EQ(tok.TokenBytes(tok.vocab_size()), "");
+}
+
 TEST(QwenTokenizer, Metadata) {
   XI_REQUIRE_SHARED();
   const Tokenizer& tok = SharedTokenizer("tiny-qwen3");

@@ -36,6 +36,20 @@ TEST(TinyStoriesTokenizer, GoldenPrompts) {
   }
 }
 
+// TokenBytes on a sentencepiece vocabulary: `▁` is a space, <0xNN> byte-fallback tokens their
+// byte; the tokens of a text concatenate to it with the space the normalizer prepends.
+TEST(TinyStoriesTokenizer, TokenBytesConcatenateToTheText) {
+  XI_REQUIRE_SHARED();
+  const Tokenizer& tok = SharedTokenizer(kModel);
+  for (const char* text : {"Once upon a time", "The little dog was happy. He said: hello!"}) {
+    auto ids = tok.Encode(text, /*add_special_tokens=*/false);
+    ASSERT_TRUE(ids.ok());
+    std::string joined;
+    for (int32_t id : *ids) joined += tok.TokenBytes(id);
+    EXPECT_EQ(joined, std::string(" ") + text);
+  }
+}
+
 TEST(TinyStoriesTokenizer, Metadata) {
   XI_REQUIRE_SHARED();
   const Tokenizer& tok = SharedTokenizer(kModel);

@@ -20,12 +20,13 @@ struct LLMEngine::Choice {
   StopChecker stop;
   IncrementalDecoder decoder;
   Choice(const std::string& id, int idx, std::vector<int32_t> prompt, const SamplingParams& p,
-         const std::vector<int32_t>& eos, uint64_t seed, const Tokenizer& tok)
+         const std::vector<int32_t>& eos, uint64_t seed, const Tokenizer& tok,
+         std::shared_ptr<const TokenVocabulary> vocabulary)
       : request_id(id),
         index(idx),
         prompt_ids(std::move(prompt)),
         params(p),
-        sampler(p, eos, seed),
+        sampler(p, eos, seed, std::move(vocabulary)),
         stop(p, eos),
         decoder(tok, p.skip_special_tokens) {}
 };
@@ -117,6 +118,13 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
   for (int32_t t : request.prompt_ids)
     if (t < 0 || t >= vocab)
       return InvalidArgument("prompt token id {} is outside the vocabulary [0, {})", t, vocab);
+  if (request.params.guided != GuidedDecoding::kNone && token_vocabulary_ == nullptr) {
+    // Built on the first guided request (the engine thread), then shared by all.
+    std::vector<std::string> bytes(static_cast<size_t>(vocab));
+    for (int32_t id = 0; id < vocab; ++id)
+      bytes[static_cast<size_t>(id)] = tokenizer_->TokenBytes(id);
+    token_vocabulary_ = std::make_shared<const TokenVocabulary>(std::move(bytes));
+  }
   std::vector<std::string> ids;
   for (int i = 0; i < request.params.n; ++i) {
     std::string sid = request.params.n == 1 ? id : id + "/" + std::to_string(i);
@@ -131,7 +139,7 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
       return s;
     }
     choices_[sid] = std::make_unique<Choice>(id, i, request.prompt_ids, p, eos_token_ids_,
-                                             seed_source_(), *tokenizer_);
+                                             seed_source_(), *tokenizer_, token_vocabulary_);
     ids.push_back(sid);
   }
   prompt_tokens_ += static_cast<int64_t>(request.prompt_ids.size()) * request.params.n;

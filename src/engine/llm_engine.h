@@ -105,6 +105,8 @@ class LLMEngine {
   std::vector<int32_t> eos_token_ids_;
   SamplingParams default_params_;
   std::mt19937_64 seed_source_;
+  // Each token's bytes, for guided decoding: built on the first request that asks for it.
+  std::shared_ptr<const TokenVocabulary> token_vocabulary_;
   // Scheduler request id ("<id>" or "<id>/<index>") → choice state.
   std::unordered_map<std::string, std::unique_ptr<Choice>> choices_;
   // User id → its scheduler ids.

@@ -84,6 +84,23 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
       p.stop_token_ids.push_back(*id);
     }
   }
+  // OpenAI's response_format: "text", or "json_object" (guided: the output is one JSON object).
+  if (b.contains("response_format") && !b["response_format"].is_null()) {
+    const json& rf = b["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
+      return InvalidArgument("response_format must be an object with a string 'type'");
+    const std::string type = rf["type"].get<std::string>();
+    if (type == "json_object") {
+      p.guided = GuidedDecoding::kJsonObject;
+    } else if (type == "json_schema") {
+      return Unimplemented(
+          "response_format 'json_schema' needs a schema-guided decoder xinfer does not have yet; "
+          "'json_object' and 'text' are supported");
+    } else if (type != "text") {
+      return InvalidArgument("response_format type must be 'text' or 'json_object', got '{}'",
+                             type);
+    }
+  }
   if (b.contains("allowed_token_ids") && !b["allowed_token_ids"].is_null()) {
     if (!b["allowed_token_ids"].is_array() || b["allowed_token_ids"].empty())
       return InvalidArgument("allowed_token_ids must be a non-empty list of token ids");

@@ -27,10 +27,12 @@ Scratch& ThreadScratch() {
 }  // namespace
 
 Sampler::Sampler(const SamplingParams& params, std::vector<int32_t> eos_token_ids,
-                 uint64_t fallback_seed)
+                 uint64_t fallback_seed, std::shared_ptr<const TokenVocabulary> vocabulary)
     : params_(params),
       eos_token_ids_(std::move(eos_token_ids)),
-      seed_(params.seed.value_or(fallback_seed)) {}
+      seed_(params.seed.value_or(fallback_seed)) {
+  if (params_.guided == GuidedDecoding::kJsonObject) guided_.emplace(std::move(vocabulary));
+}
 
 Status Sampler::CachePromptIds(std::span<const int32_t> prompt_ids, int32_t vocab_size) {
   // The size check is a cheap guard against a caller passing a different prompt.
@@ -103,6 +105,13 @@ Status Sampler::ProcessLogits(std::span<float> logits, std::span<const int32_t> 
   if (output_ids.size() < static_cast<size_t>(std::max(params_.min_tokens, 0))) {
     MaskTokens(logits, params_.stop_token_ids);
     if (!params_.ignore_eos) MaskTokens(logits, eos_token_ids_);
+  }
+  if (guided_) {
+    XI_RETURN_IF_ERROR(guided_->CatchUp(output_ids));
+    std::vector<int32_t>& ends = ThreadScratch().ids;
+    ends.assign(eos_token_ids_.begin(), eos_token_ids_.end());
+    ends.insert(ends.end(), params_.stop_token_ids.begin(), params_.stop_token_ids.end());
+    guided_->Mask(logits, ends);
   }
   return Status::Ok();
 }

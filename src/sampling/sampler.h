@@ -11,10 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "base/status.h"
+#include "sampling/guided_json.h"
 #include "sampling/logits_processors.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
@@ -37,15 +40,17 @@ class Sampler {
   // (with params.stop_token_ids) while the output is shorter than min_tokens, unless ignore_eos.
   // `fallback_seed`: used when params.seed is absent; the engine should pass a fresh random value
   // per sequence.
-  Sampler(const SamplingParams& params, std::vector<int32_t> eos_token_ids, uint64_t fallback_seed);
+  // `vocabulary`: the tokens' bytes, required when params.guided is set (shared, read-only).
+  Sampler(const SamplingParams& params, std::vector<int32_t> eos_token_ids, uint64_t fallback_seed,
+          std::shared_ptr<const TokenVocabulary> vocabulary = nullptr);
 
   // Picks the next token. `logits`: the model's raw last-position logits for this sequence
   // (vocab-sized); used as scratch and left processed. `prompt_ids`: the sequence's prompt, the
   // same on every call. `output_ids`: the tokens generated so far, append-only across calls.
   //
-  // Order (as vLLM): NaN → -inf; raw logprobs; logit_bias; repetition, presence, frequency
-  // penalties; min_tokens masking; then greedy argmax, or temperature, top-k, top-p, min-p and an
-  // inverse-CDF draw.
+  // Order (as vLLM): NaN → -inf; raw logprobs; allowed_token_ids; logit_bias; repetition,
+  // presence, frequency penalties; min_tokens masking; the guided-decoding mask; then greedy
+  // argmax, or temperature, top-k, top-p, min-p and an inverse-CDF draw.
   //
   // Errors (never a crash): InvalidArgument if a prompt/output/logit_bias id is outside the
   // logits; Internal if no token is left with a finite logit (e.g. all-NaN model output).
@@ -71,6 +76,7 @@ class Sampler {
   size_t prompt_cached_size_ = 0;
   std::vector<int32_t> prompt_unique_;
   TokenCounter output_counts_;
+  std::optional<GuidedJsonObject> guided_;  // params.guided == kJsonObject
 };
 
 }  // namespace xinfer

@@ -48,6 +48,11 @@ Status SamplingParams::Validate(int32_t vocab_size) const {
       return InvalidArgument("allowed_token_ids entry {} is out of range [0, {})", id, vocab_size);
     }
   }
+  if (guided != GuidedDecoding::kNone && ignore_eos) {
+    return InvalidArgument(
+        "ignore_eos cannot be combined with a JSON response_format: the output ends when the "
+        "object is complete");
+  }
   if (logprobs < -1 || logprobs > kMaxLogprobs) {
     return InvalidArgument("logprobs must be in [0, {}] (or absent), got {}", kMaxLogprobs,
                            logprobs);

@@ -25,6 +25,10 @@ inline constexpr int32_t kMaxN = 128;
 inline constexpr float kMaxPresenceFrequencyPenalty = 2.0f;
 inline constexpr float kMaxLogitBias = 100.0f;
 
+// Grammar the output must follow (guided decoding). kJsonObject: one JSON object (OpenAI's
+// response_format json_object); the sequence can end only once the object is complete.
+enum class GuidedDecoding { kNone, kJsonObject };
+
 struct SamplingParams {
   // --- Token choice (Sampler) ---
   float temperature = 1.0f;  // >= 0; below kGreedyTemperature: greedy (argmax, ties → lowest id)
@@ -43,6 +47,7 @@ struct SamplingParams {
   // vLLM's allowed_token_ids: when non-empty, only these ids (< vocab; repeats harmless) may be
   // sampled — every other logit is -inf before any other processing, EOS included unless listed.
   std::vector<int32_t> allowed_token_ids;
+  GuidedDecoding guided = GuidedDecoding::kNone;
   // Same seed (and same logits) → same tokens, alone or in any batch. Absent: the engine supplies
   // a random per-sequence seed (Sampler's fallback_seed).
   std::optional<uint64_t> seed;

@@ -25,8 +25,8 @@ bool IsTrue(const json& body, const char* key) {
   return body.contains(key) && body[key].is_boolean() && body[key].get<bool>();
 }
 
-// Fields shared by both endpoints: stream, stream_options, response_format and vLLM's guided_*,
-// priority, model.
+// Fields shared by both endpoints: stream, stream_options, vLLM's guided_* (refused), priority,
+// model.
 Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationRequest& r) {
   if (!body.is_object()) return InvalidArgument("the request body must be a JSON object");
   XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
@@ -47,22 +47,16 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
     r.include_usage = IsTrue(so, "include_usage");
     r.continuous_usage_stats = IsTrue(so, "continuous_usage_stats");
   }
-  // Structured output needs guided decoding, which xinfer does not have: a client asking for
-  // JSON gets a clear refusal instead of free text it would fail to parse.
-  if (body.contains("response_format") && !body["response_format"].is_null()) {
-    const json& rf = body["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
-      return InvalidArgument("response_format must be an object with a string 'type'");
-    const std::string type = rf["type"].get<std::string>();
-    if (type != "text")
-      return Unimplemented(
-          "response_format '{}' needs guided decoding, which xinfer does not support; use 'text'",
-          type);
-  }
+  // response_format is a sampling parameter (ParseSamplingParams). vLLM's schema, regex, choice
+  // and grammar guides need decoders xinfer does not have: a clear refusal instead of free text
+  // the client would fail to parse.
   for (const char* key :
        {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"}) {
     if (body.contains(key) && !body[key].is_null())
-      return Unimplemented("{} needs guided decoding, which xinfer does not support", key);
+      return Unimplemented(
+          "{} needs a guided decoder xinfer does not have yet (response_format json_object is "
+          "supported)",
+          key);
   }
   if (body.contains("priority") && !body["priority"].is_null()) {
     auto priority = JsonInt32(body["priority"]);

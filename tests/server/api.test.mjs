@@ -160,6 +160,40 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
       truncate_prompt_tokens: -1 })).usage.prompt_tokens, 40);
   });
 
+  test('response_format json_object: the output is a JSON object (guided decoding)', async () => {
+    const ids = async (prompt) => (await raw(srv.baseURL, 'POST', '/tokenize',
+      { prompt, add_special_tokens: false })).json.tokens;
+    const [open] = await ids('{');
+    const [close] = await ids('}');
+    const [imEnd] = await ids('<|im_end|>');
+    const messages = [{ role: 'user', content: 'Reply in JSON.' }];
+    // With only '{', '}' and the end token to choose from, the grammar leaves one answer: '{}'.
+    for (const stream of [false, true]) {
+      const req = { model: 'test-model', messages, temperature: 0, max_tokens: 8,
+        allowed_token_ids: [close, imEnd, open], response_format: { type: 'json_object' } };
+      let content, finish;
+      if (stream) {
+        const chunks = await collect(await client.chat.completions.create({ ...req, stream: true }));
+        content = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+        finish = chunks.at(-1).choices[0].finish_reason;
+      } else {
+        const r = await client.chat.completions.create(req);
+        content = r.choices[0].message.content;
+        finish = r.choices[0].finish_reason;
+      }
+      assert.equal(content, '{}');
+      assert.equal(finish, 'stop');
+    }
+    // Free sampling from the whole vocabulary: every choice opens an object, and every choice that
+    // ends by itself is one.
+    const r = await client.chat.completions.create({ model: 'test-model', messages, n: 4,
+      temperature: 1.0, seed: 5, max_tokens: 40, response_format: { type: 'json_object' } });
+    for (const c of r.choices) {
+      assert.match(c.message.content, /^\s*\{/, c.message.content);
+      if (c.finish_reason === 'stop') assert.equal(typeof JSON.parse(c.message.content), 'object');
+    }
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

@@ -69,21 +69,27 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       { param: 'tool_choice' });
     assertError(await post('/v1/chat/completions', chat({ tools: 'x' })), 400, { param: 'tools' });
   });
-  test('400 for structured output (no guided decoding), text format accepted', async () => {
-    for (const type of ['json_object', 'json_schema']) {
-      assertError(await post('/v1/chat/completions', chat({ response_format: { type } })), 400,
-        { param: 'response_format', message: /guided decoding/ });
-    }
-    assertError(await post('/v1/completions', { prompt: 'a', response_format: { type: 'json_object' } }),
-      400, { param: 'response_format' });
+  test('400 for structured output xinfer cannot guide; text and json_object accepted', async () => {
+    assertError(await post('/v1/chat/completions', chat({ response_format: { type: 'json_schema' } })),
+      400, { param: 'response_format', message: /schema-guided decoder/ });
+    assertError(await post('/v1/chat/completions', chat({ response_format: { type: 'xml' } })), 400,
+      { param: 'response_format', message: /'text' or 'json_object'/ });
     assertError(await post('/v1/chat/completions', chat({ response_format: 'json' })), 400,
       { param: 'response_format' });
+    assertError(await post('/v1/completions',
+      { prompt: 'a', response_format: { type: 'json_object' }, ignore_eos: true }), 400,
+    { param: 'ignore_eos' });
     for (const key of ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs']) {
       assertError(await post('/v1/chat/completions', chat({ [key]: { a: 1 } })), 400, { param: key });
     }
     const ok = await post('/v1/chat/completions',
       chat({ response_format: { type: 'text' }, guided_json: null, max_tokens: 1 }));
     assert.equal(ok.status, 200, JSON.stringify(ok.json));
+    for (const p of ['/v1/chat/completions', '/v1/completions']) {
+      const body = p === '/v1/completions' ? { prompt: 'a', max_tokens: 2 } : chat();
+      const json = await post(p, { ...body, response_format: { type: 'json_object' } });
+      assert.equal(json.status, 200, json.text);
+    }
   });
   test('400, not 500, for a null or wrong-typed optional field', async () => {
     assertError(await post('/v1/chat/completions', chat({ logprobs: null, top_logprobs: 2 })), 400,

@@ -1,0 +1,93 @@
+// Cost of guided json_object decoding per sequence per step: GuidedJsonObject::Mask over the
+// Qwen3 vocabulary (151,669 tokens, from ../shared/models/tiny-qwen3) in the states that bound it
+// — before the object, inside a string (nearly every token continues it: the worst case), after
+// a value — next to the unguided Sampler::Sample it adds to.
+//   build/bin/sampling_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "sampling/guided_json.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace xinfer {
+namespace {
+
+constexpr int kLogits = 151936;  // Qwen3's lm_head rows
+
+std::shared_ptr<const TokenVocabulary> QwenVocabulary() {
+  static std::shared_ptr<const TokenVocabulary> vocabulary = [] {
+    auto tok = Tokenizer::FromDir(XINFER_SHARED_DIR "/models/tiny-qwen3");
+    std::vector<std::string> bytes;
+    if (!tok.ok()) {
+      std::fprintf(stderr, "sampling_bench: %s\n", tok.status().ToString().c_str());
+    } else {
+      for (int32_t id = 0; id < (*tok)->vocab_size(); ++id) bytes.push_back((*tok)->TokenBytes(id));
+    }
+    return std::make_shared<const TokenVocabulary>(std::move(bytes));
+  }();
+  return vocabulary;
+}
+
+std::vector<float> RandomLogits() {
+  std::vector<float> logits(kLogits);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  for (float& l : logits) l = d(rng);
+  return logits;
+}
+
+// state.range(0): the output so far, as one of the prefixes below.
+void BM_GuidedJsonMask(benchmark::State& state) {
+  const auto vocabulary = QwenVocabulary();
+  if (vocabulary->size() == 0) return state.SkipWithError("../shared/models/tiny-qwen3 absent");
+  static const char* kPrefixes[] = {"", "{\"name\": \"Ali", "{\"a\": [1, 2], \"b\": true"};
+  GuidedJsonObject guided(vocabulary);
+  // Feed the prefix byte by byte through single-byte tokens of the vocabulary.
+  std::vector<int32_t> out;
+  for (const char* c = kPrefixes[state.range(0)]; *c != '\0'; ++c)
+    for (size_t id = 0; id < vocabulary->size(); ++id)
+      if (vocabulary->bytes(id) == std::string(1, *c)) {
+        out.push_back(static_cast<int32_t>(id));
+        break;
+      }
+  if (!guided.CatchUp(out).ok()) return state.SkipWithError("prefix not accepted");
+  const std::vector<float> logits = RandomLogits();
+  const std::vector<int32_t> ends = {151643, 151645};
+  std::vector<float> scratch;
+  for (auto _ : state) {
+    scratch = logits;
+    guided.Mask(scratch, ends);
+    benchmark::DoNotOptimize(scratch.data());
+  }
+  state.SetLabel(state.range(0) == 0   ? "before the object"
+                 : state.range(0) == 1 ? "inside a string"
+                                       : "after a value");
+}
+BENCHMARK(BM_GuidedJsonMask)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+
+// The unguided step the mask adds to: temperature 1, top-p 0.9.
+void BM_Sample(benchmark::State& state) {
+  SamplingParams p;
+  p.top_p = 0.9f;
+  p.seed = 1;
+  Sampler sampler(p, {151645}, 0);
+  const std::vector<float> logits = RandomLogits();
+  std::vector<float> scratch;
+  const std::vector<int32_t> out = {1};
+  for (auto _ : state) {
+    scratch = logits;
+    auto r = sampler.Sample(scratch, {}, out);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_Sample)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace xinfer
+
+BENCHMARK_MAIN();

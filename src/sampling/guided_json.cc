@@ -1,0 +1,89 @@
+#include "sampling/guided_json.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <utility>
+
+#include "base/check.h"
+
+namespace xinfer {
+
+TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes)
+    : bytes_(std::move(bytes)),
+      first_byte_(bytes_.size(), 0),
+      plain_string_text_(bytes_.size(), 0) {
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    const std::string& b = bytes_[id];
+    if (b.empty()) continue;
+    first_byte_[id] = static_cast<uint8_t>(b[0]);
+    // Whole characters that leave a matcher inside a string still inside it, between characters.
+    JsonMatcher m;
+    plain_string_text_[id] = m.Advance("{\"") && m.Advance(b) && m.in_string() &&
+                             b.find_first_of("\"\\") == std::string::npos;
+  }
+}
+
+GuidedJsonObject::GuidedJsonObject(std::shared_ptr<const TokenVocabulary> vocabulary)
+    : vocabulary_(std::move(vocabulary)) {
+  XI_CHECK(vocabulary_ != nullptr);
+}
+
+Status GuidedJsonObject::CatchUp(std::span<const int32_t> output_ids) {
+  const TokenVocabulary& v = *vocabulary_;
+  for (; consumed_ < output_ids.size(); ++consumed_) {
+    const int32_t id = output_ids[consumed_];
+    const bool known =
+        id >= 0 && static_cast<size_t>(id) < v.size() && !v.bytes(static_cast<size_t>(id)).empty();
+    if (!known || !matcher_.Advance(v.bytes(static_cast<size_t>(id))))
+      return InvalidArgument("output token {} does not continue a JSON object", id);
+  }
+  return Status::Ok();
+}
+
+void GuidedJsonObject::Mask(std::span<float> logits, std::span<const int32_t> end_ids) const {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  const bool complete = matcher_.complete();
+  // The end tokens' logits, to put back once the object is complete.
+  std::vector<std::pair<int32_t, float>> ends;
+  if (complete)
+    for (int32_t id : end_ids)
+      if (id >= 0 && static_cast<size_t>(id) < logits.size())
+        ends.emplace_back(id, logits[static_cast<size_t>(id)]);
+  // Which first bytes can follow: most tokens fail on their first byte outside strings, so this
+  // table (256 tries) skips them without copying the matcher. Empty tokens have first byte 0,
+  // which no state takes.
+  std::array<bool, 256> first_ok;
+  for (int b = 0; b < 256; ++b) {
+    JsonMatcher m = matcher_;
+    first_ok[static_cast<size_t>(b)] = b != 0 && m.Advance(static_cast<uint8_t>(b));
+  }
+  const TokenVocabulary& v = *vocabulary_;
+  const bool in_string = matcher_.in_string();
+  const size_t n = std::min(logits.size(), v.size());
+  for (size_t id = 0; id < n; ++id) {
+    if (logits[id] == kMasked) continue;
+    if (!first_ok[v.first_byte(id)]) {
+      logits[id] = kMasked;
+      continue;
+    }
+    // Inside a string most tokens are plain text: accepted without a byte-by-byte try.
+    if (in_string && v.plain_string_text(id)) continue;
+    const std::string& b = v.bytes(id);
+    if (b.size() == 1) continue;
+    JsonMatcher m = matcher_;
+    if (!m.Advance(b)) logits[id] = kMasked;
+  }
+  for (size_t id = n; id < logits.size(); ++id) logits[id] = kMasked;
+  if (complete) {
+    for (const auto& [id, logit] : ends) logits[static_cast<size_t>(id)] = logit;
+  } else {
+    // An end token that is also text (a stop token id chosen by the client) must not end an
+    // incomplete object.
+    for (int32_t id : end_ids)
+      if (id >= 0 && static_cast<size_t>(id) < logits.size())
+        logits[static_cast<size_t>(id)] = kMasked;
+  }
+}
+
+}  // namespace xinfer

@@ -1,0 +1,121 @@
+// Guided json_object decoding on a small synthetic vocabulary: the mask admits exactly the tokens
+// that keep the output a prefix of a JSON object, EOS only once it is complete, and sampled
+// sequences that end are JSON objects (nlohmann's parser as the oracle).
+#include "sampling/guided_json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "sampling/sampler.h"
+
+namespace xinfer {
+namespace {
+
+constexpr int32_t kGuidedEos = 12;
+
+std::shared_ptr<const TokenVocabulary> Vocabulary() {
+  return std::make_shared<const TokenVocabulary>(
+      std::vector<std::string>{"{", "}", "\"a\"", ":", "1", " ", "x", "\"", "[", "]", ",",
+                               "{\"b\":", "" /* EOS */, "\"k\": 2}", "\n\n"});
+}
+
+std::set<int32_t> Allowed(const GuidedJsonObject& g, std::vector<int32_t> ends = {kGuidedEos}) {
+  std::vector<float> logits(Vocabulary()->size(), 0.0f);
+  g.Mask(logits, ends);
+  std::set<int32_t> allowed;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isinf(logits[i])) allowed.insert(static_cast<int32_t>(i));
+  return allowed;
+}
+
+TEST(GuidedJsonObjectTest, MaskAdmitsWhatContinuesAnObjectAndEndsOnlyWhenComplete) {
+  GuidedJsonObject g(Vocabulary());
+  EXPECT_EQ(Allowed(g), (std::set<int32_t>{0, 5, 11, 14}));  // '{', whitespace, '{"b":'
+  std::vector<int32_t> out = {0};
+  ASSERT_TRUE(g.CatchUp(out).ok());
+  EXPECT_EQ(Allowed(g), (std::set<int32_t>{1, 2, 5, 7, 13, 14}));  // '}', a key, whitespace
+  out.push_back(1);
+  ASSERT_TRUE(g.CatchUp(out).ok());
+  EXPECT_TRUE(g.complete());
+  EXPECT_EQ(Allowed(g), (std::set<int32_t>{5, 12, 14}));  // trailing whitespace or the end
+  // A token the mask refused is an error, not a corrupted state.
+  out.push_back(0);
+  EXPECT_EQ(g.CatchUp(out).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(GuidedJsonObjectTest, StopTokenIdsThatAreTextCannotEndAnIncompleteObject) {
+  GuidedJsonObject g(Vocabulary());
+  const std::vector<int32_t> out = {0, 7};  // {"  : inside a key, where 'x' is text
+  ASSERT_TRUE(g.CatchUp(out).ok());
+  EXPECT_TRUE(Allowed(g, {kGuidedEos}).count(6));
+  EXPECT_FALSE(Allowed(g, {kGuidedEos, 6}).count(6));
+}
+
+TEST(GuidedJsonObjectTest, SampledSequencesStayObjectPrefixesAndEndAsObjects) {
+  SamplingParams p;
+  p.guided = GuidedDecoding::kJsonObject;
+  p.temperature = 1.5f;
+  ASSERT_TRUE(p.Validate(15).ok());
+  const auto vocabulary = Vocabulary();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> noise(0.0f, 2.0f);
+  int ended = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Sampler s(p, {kGuidedEos}, seed, vocabulary);
+    std::vector<int32_t> out;
+    std::string text;
+    bool eos = false;
+    for (int step = 0; step < 60 && !eos; ++step) {
+      std::vector<float> logits(vocabulary->size());
+      for (float& l : logits) l = noise(rng);
+      auto r = s.Sample(logits, {}, out);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      out.push_back(r->token);
+      eos = r->token == kGuidedEos;
+      if (!eos) text += vocabulary->bytes(static_cast<size_t>(r->token));
+      JsonMatcher m;
+      ASSERT_TRUE(m.Advance(text)) << text;
+    }
+    if (eos) {
+      ++ended;
+      ASSERT_TRUE(nlohmann::json::accept(text)) << text;
+      EXPECT_TRUE(nlohmann::json::parse(text).is_object()) << text;
+    }
+  }
+  EXPECT_GT(ended, 50);
+}
+
+// Plain string text (accepted inside a string without a byte-by-byte try): whole characters,
+// no quote, backslash or control character. The rest is tried byte by byte, so inside a key a
+// partial character, a closing quote (`a"`, `{"`: the key ends) and an escape are allowed, a raw
+// newline is not.
+TEST(GuidedJsonObjectTest, PlainStringTextIsWholeCharactersWithoutQuotesOrEscapes) {
+  auto v = std::make_shared<const TokenVocabulary>(std::vector<std::string>{
+      "abc", " x y", "caf\xc3\xa9", "\xc3", "a\"", "\\n", "\n", "", "}", "{\""});
+  const std::vector<bool> plain = {true,  true,  true,  false, false,
+                                   false, false, false, true,  false};
+  for (size_t id = 0; id < v->size(); ++id) EXPECT_EQ(v->plain_string_text(id), plain[id]) << id;
+  EXPECT_EQ(v->first_byte(7), 0);
+  GuidedJsonObject g(v);
+  ASSERT_TRUE(g.CatchUp(std::vector<int32_t>{9}).ok());
+  std::vector<float> logits(v->size(), 0.0f);
+  g.Mask(logits, {});
+  std::vector<bool> allowed;
+  for (float l : logits) allowed.push_back(!std::isinf(l));
+  EXPECT_EQ(allowed,
+            (std::vector<bool>{true, true, true, true, true, true, false, false, true, true}));
+}
+
+TEST(GuidedJsonObjectTest, IgnoreEosIsRefused) {
+  SamplingParams p;
+  p.guided = GuidedDecoding::kJsonObject;
+  p.ignore_eos = true;
+  EXPECT_NE(p.Validate(15).message().find("ignore_eos cannot be combined"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xinfer

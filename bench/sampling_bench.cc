@@ -1,13 +1,15 @@
-// Cost of guided json_object decoding per sequence per step: GuidedJsonObject::Mask over the
-// Qwen3 vocabulary (151,669 tokens, from ../shared/models/tiny-qwen3) in the states that bound it
-// — before the object, inside a string (nearly every token continues it: the worst case), after
+// Cost of guided JSON decoding per sequence per step: Guide::Mask (json_object, json_schema) over
+// the Qwen3 vocabulary (151,669 tokens, from ../shared/models/tiny-qwen3) in the states that bound
+// it — before the object, inside a string (nearly every token continues it: the worst case), after
 // a value — next to the unguided Sampler::Sample it adds to.
 //   build/bin/sampling_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sampling/guided_json.h"
@@ -41,34 +43,58 @@ std::vector<float> RandomLogits() {
   return logits;
 }
 
-// state.range(0): the output so far, as one of the prefixes below.
-void BM_GuidedJsonMask(benchmark::State& state) {
+// Feeds `prefix` to `guide` through single-byte tokens of the vocabulary, then times Mask.
+void TimeMask(benchmark::State& state, Guide& guide, const std::string& prefix) {
   const auto vocabulary = QwenVocabulary();
-  if (vocabulary->size() == 0) return state.SkipWithError("../shared/models/tiny-qwen3 absent");
-  static const char* kPrefixes[] = {"", "{\"name\": \"Ali", "{\"a\": [1, 2], \"b\": true"};
-  GuidedJsonObject guided(vocabulary);
-  // Feed the prefix byte by byte through single-byte tokens of the vocabulary.
   std::vector<int32_t> out;
-  for (const char* c = kPrefixes[state.range(0)]; *c != '\0'; ++c)
+  for (char c : prefix)
     for (size_t id = 0; id < vocabulary->size(); ++id)
-      if (vocabulary->bytes(id) == std::string(1, *c)) {
+      if (vocabulary->bytes(id) == std::string(1, c)) {
         out.push_back(static_cast<int32_t>(id));
         break;
       }
-  if (!guided.CatchUp(out).ok()) return state.SkipWithError("prefix not accepted");
+  if (!guide.CatchUp(out).ok()) return state.SkipWithError("prefix not accepted");
   const std::vector<float> logits = RandomLogits();
   const std::vector<int32_t> ends = {151643, 151645};
   std::vector<float> scratch;
   for (auto _ : state) {
     scratch = logits;
-    guided.Mask(scratch, ends);
+    guide.Mask(scratch, ends);
     benchmark::DoNotOptimize(scratch.data());
   }
-  state.SetLabel(state.range(0) == 0   ? "before the object"
-                 : state.range(0) == 1 ? "inside a string"
-                                       : "after a value");
+}
+
+// response_format json_object; state.range(0) picks the output so far.
+void BM_GuidedJsonMask(benchmark::State& state) {
+  if (QwenVocabulary()->size() == 0)
+    return state.SkipWithError("../shared/models/tiny-qwen3 absent");
+  static const char* kPrefixes[] = {"", "{\"name\": \"Ali", "{\"a\": [1, 2], \"b\": true"};
+  static const char* kLabels[] = {"before the object", "inside a string", "after a value"};
+  auto guide = NewJsonObjectGuide(QwenVocabulary());
+  TimeMask(state, *guide, kPrefixes[state.range(0)]);
+  state.SetLabel(kLabels[state.range(0)]);
 }
 BENCHMARK(BM_GuidedJsonMask)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+
+// response_format json_schema (an object of a string, an integer and an enum).
+void BM_GuidedSchemaMask(benchmark::State& state) {
+  if (QwenVocabulary()->size() == 0)
+    return state.SkipWithError("../shared/models/tiny-qwen3 absent");
+  auto schema = CompileJsonSchema(nlohmann::ordered_json::parse(R"({"type": "object",
+      "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                     "city": {"enum": ["Beijing", "Shanghai", "Shenzhen"]}},
+      "required": ["name", "age", "city"]})"),
+                                  "bench");
+  if (!schema.ok()) return state.SkipWithError("schema");
+  static const char* kPrefixes[] = {"", "{\"name\": \"Ali", "{\"name\": \"A\", \"age\": 3",
+                                    "{\"name\": \"A\", \"age\": 3, \"city\": \"Sh"};
+  static const char* kLabels[] = {"before the object", "inside a string", "inside an integer",
+                                  "inside an enum"};
+  auto guide = NewJsonSchemaGuide(QwenVocabulary(), *schema);
+  TimeMask(state, *guide, kPrefixes[state.range(0)]);
+  state.SetLabel(kLabels[state.range(0)]);
+}
+BENCHMARK(BM_GuidedSchemaMask)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
 
 // The unguided step the mask adds to: temperature 1, top-p 0.9.
 void BM_Sample(benchmark::State& state) {

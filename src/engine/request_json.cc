@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 
+#include "base/json_depth.h"
 #include "base/json_int32.h"
 
 namespace xinfer {
@@ -93,13 +94,32 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
     if (type == "json_object") {
       p.guided = GuidedDecoding::kJsonObject;
     } else if (type == "json_schema") {
-      return Unimplemented(
-          "response_format 'json_schema' needs a schema-guided decoder xinfer does not have yet; "
-          "'json_object' and 'text' are supported");
+      const json* spec = rf.contains("json_schema") ? &rf["json_schema"] : nullptr;
+      if (spec == nullptr || !spec->is_object() || !spec->contains("schema"))
+        return InvalidArgument(
+            "response_format json_schema needs a json_schema object with a 'schema'");
+      XI_ASSIGN_OR_RETURN(p.json_schema,
+                          CompileJsonSchema((*spec)["schema"], "response_format json_schema"));
+      p.guided = GuidedDecoding::kJsonSchema;
     } else if (type != "text") {
-      return InvalidArgument("response_format type must be 'text' or 'json_object', got '{}'",
-                             type);
+      return InvalidArgument(
+          "response_format type must be 'text', 'json_object' or 'json_schema', got '{}'", type);
     }
+  }
+  // vLLM's guided_json: the schema as an object or as JSON text.
+  if (b.contains("guided_json") && !b["guided_json"].is_null()) {
+    if (p.guided != GuidedDecoding::kNone)
+      return InvalidArgument("guided_json and a JSON response_format cannot both be given");
+    json schema = b["guided_json"];
+    if (schema.is_string()) {
+      bool too_deep = false;
+      schema = ParseJsonNoDeeperThan<json>(schema.get<std::string>(), 128, &too_deep);
+      if (schema.is_discarded())
+        return InvalidArgument("guided_json is {}",
+                               too_deep ? "nested too deep" : "not valid JSON");
+    }
+    XI_ASSIGN_OR_RETURN(p.json_schema, CompileJsonSchema(schema, "guided_json"));
+    p.guided = GuidedDecoding::kJsonSchema;
   }
   if (b.contains("allowed_token_ids") && !b["allowed_token_ids"].is_null()) {
     if (!b["allowed_token_ids"].is_array() || b["allowed_token_ids"].empty())

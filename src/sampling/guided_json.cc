@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sampling/json_matcher.h"
+#include "sampling/schema_matcher.h"
 
 namespace xinfer {
 
@@ -24,24 +26,62 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes)
   }
 }
 
-GuidedJsonObject::GuidedJsonObject(std::shared_ptr<const TokenVocabulary> vocabulary)
-    : vocabulary_(std::move(vocabulary)) {
-  XI_CHECK(vocabulary_ != nullptr);
-}
+namespace {
 
-Status GuidedJsonObject::CatchUp(std::span<const int32_t> output_ids) {
+// The mask over any matcher with Advance(byte), Advance(bytes), complete() and in_string() (free
+// string content between characters), copied to try each token.
+template <class Matcher>
+class MatcherGuide final : public Guide {
+ public:
+  MatcherGuide(std::shared_ptr<const TokenVocabulary> vocabulary, Matcher matcher)
+      : vocabulary_(std::move(vocabulary)), matcher_(std::move(matcher)) {
+    XI_CHECK(vocabulary_ != nullptr);
+  }
+
+  Status CatchUp(std::span<const int32_t> output_ids) override;
+  void Mask(std::span<float> logits, std::span<const int32_t> end_ids) const override;
+  bool complete() const override { return matcher_.complete(); }
+
+ private:
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  Matcher matcher_;
+  size_t consumed_ = 0;  // output tokens fed to matcher_
+};
+
+// Holds the schema the matcher borrows.
+class SchemaGuide final : public Guide {
+ public:
+  SchemaGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
+              std::shared_ptr<const JsonSchema> schema)
+      : schema_(std::move(schema)), guide_(std::move(vocabulary), SchemaMatcher(schema_.get())) {}
+  Status CatchUp(std::span<const int32_t> output_ids) override {
+    return guide_.CatchUp(output_ids);
+  }
+  void Mask(std::span<float> logits, std::span<const int32_t> end_ids) const override {
+    guide_.Mask(logits, end_ids);
+  }
+  bool complete() const override { return guide_.complete(); }
+
+ private:
+  std::shared_ptr<const JsonSchema> schema_;
+  MatcherGuide<SchemaMatcher> guide_;
+};
+
+template <class Matcher>
+Status MatcherGuide<Matcher>::CatchUp(std::span<const int32_t> output_ids) {
   const TokenVocabulary& v = *vocabulary_;
   for (; consumed_ < output_ids.size(); ++consumed_) {
     const int32_t id = output_ids[consumed_];
     const bool known =
         id >= 0 && static_cast<size_t>(id) < v.size() && !v.bytes(static_cast<size_t>(id)).empty();
     if (!known || !matcher_.Advance(v.bytes(static_cast<size_t>(id))))
-      return InvalidArgument("output token {} does not continue a JSON object", id);
+      return InvalidArgument("output token {} does not continue the JSON value", id);
   }
   return Status::Ok();
 }
 
-void GuidedJsonObject::Mask(std::span<float> logits, std::span<const int32_t> end_ids) const {
+template <class Matcher>
+void MatcherGuide<Matcher>::Mask(std::span<float> logits, std::span<const int32_t> end_ids) const {
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   const bool complete = matcher_.complete();
   // The end tokens' logits, to put back once the object is complete.
@@ -55,7 +95,7 @@ void GuidedJsonObject::Mask(std::span<float> logits, std::span<const int32_t> en
   // which no state takes.
   std::array<bool, 256> first_ok;
   for (int b = 0; b < 256; ++b) {
-    JsonMatcher m = matcher_;
+    Matcher m = matcher_;
     first_ok[static_cast<size_t>(b)] = b != 0 && m.Advance(static_cast<uint8_t>(b));
   }
   const TokenVocabulary& v = *vocabulary_;
@@ -71,7 +111,7 @@ void GuidedJsonObject::Mask(std::span<float> logits, std::span<const int32_t> en
     if (in_string && v.plain_string_text(id)) continue;
     const std::string& b = v.bytes(id);
     if (b.size() == 1) continue;
-    JsonMatcher m = matcher_;
+    Matcher m = matcher_;
     if (!m.Advance(b)) logits[id] = kMasked;
   }
   for (size_t id = n; id < logits.size(); ++id) logits[id] = kMasked;
@@ -84,6 +124,17 @@ void GuidedJsonObject::Mask(std::span<float> logits, std::span<const int32_t> en
       if (id >= 0 && static_cast<size_t>(id) < logits.size())
         logits[static_cast<size_t>(id)] = kMasked;
   }
+}
+
+}  // namespace
+
+std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary) {
+  return std::make_unique<MatcherGuide<JsonMatcher>>(std::move(vocabulary), JsonMatcher());
+}
+
+std::unique_ptr<Guide> NewJsonSchemaGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
+                                          std::shared_ptr<const JsonSchema> schema) {
+  return std::make_unique<SchemaGuide>(std::move(vocabulary), std::move(schema));
 }
 
 }  // namespace xinfer

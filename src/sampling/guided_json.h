@@ -1,10 +1,11 @@
-// Guided decoding of `response_format: {"type": "json_object"}`: per step, the tokens that would
-// take the output off every valid JSON object are masked, and the end of the sequence is allowed
-// only once the object is complete, so a sequence that ends by itself is one JSON object.
+// Guided decoding of JSON output (`response_format` json_object or json_schema, vLLM's
+// guided_json): per step, the tokens that would take the output off every valid value are masked,
+// and the end of the sequence is allowed only once the value is complete, so a sequence that ends
+// by itself is one valid value.
 //
 // Ownership and threading: a TokenVocabulary is built once per engine (from
-// Tokenizer::TokenBytes) and shared read-only by every sampler on every thread. A GuidedJsonObject
-// belongs to one sequence's Sampler and is not thread-safe.
+// Tokenizer::TokenBytes) and shared read-only by every sampler on every thread, as is a compiled
+// JsonSchema. A Guide belongs to one sequence's Sampler and is not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "sampling/json_matcher.h"
+#include "sampling/json_schema.h"
 
 namespace xinfer {
 
@@ -39,23 +40,22 @@ class TokenVocabulary {
   std::vector<uint8_t> plain_string_text_;
 };
 
-class GuidedJsonObject {
+class Guide {
  public:
-  explicit GuidedJsonObject(std::shared_ptr<const TokenVocabulary> vocabulary);
-
+  virtual ~Guide() = default;
   // Feeds the output tokens not fed yet (`output_ids` grows by appends between calls).
-  // InvalidArgument when a token cannot continue the object (one this mask did not allow).
-  Status CatchUp(std::span<const int32_t> output_ids);
+  // InvalidArgument when a token cannot continue the value (one the mask did not allow).
+  virtual Status CatchUp(std::span<const int32_t> output_ids) = 0;
   // Sets to -inf every logit whose token cannot come next. `end_ids` (EOS, stop token ids) keep
-  // their logits once the object is complete, and are masked before.
-  void Mask(std::span<float> logits, std::span<const int32_t> end_ids) const;
-
-  bool complete() const { return matcher_.complete(); }
-
- private:
-  std::shared_ptr<const TokenVocabulary> vocabulary_;
-  JsonMatcher matcher_;
-  size_t consumed_ = 0;  // output tokens fed to matcher_
+  // their logits once the value is complete, and are masked before.
+  virtual void Mask(std::span<float> logits, std::span<const int32_t> end_ids) const = 0;
+  virtual bool complete() const = 0;
 };
+
+// One JSON object (response_format json_object): JsonMatcher.
+std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary);
+// One value of `schema` (response_format json_schema): SchemaMatcher.
+std::unique_ptr<Guide> NewJsonSchemaGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
+                                          std::shared_ptr<const JsonSchema> schema);
 
 }  // namespace xinfer

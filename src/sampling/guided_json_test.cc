@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "sampling/json_matcher.h"
 #include "sampling/sampler.h"
 
 namespace xinfer {
@@ -23,7 +24,7 @@ std::shared_ptr<const TokenVocabulary> Vocabulary() {
                                "{\"b\":", "" /* EOS */, "\"k\": 2}", "\n\n"});
 }
 
-std::set<int32_t> Allowed(const GuidedJsonObject& g, std::vector<int32_t> ends = {kGuidedEos}) {
+std::set<int32_t> Allowed(const Guide& g, std::vector<int32_t> ends = {kGuidedEos}) {
   std::vector<float> logits(Vocabulary()->size(), 0.0f);
   g.Mask(logits, ends);
   std::set<int32_t> allowed;
@@ -33,26 +34,26 @@ std::set<int32_t> Allowed(const GuidedJsonObject& g, std::vector<int32_t> ends =
 }
 
 TEST(GuidedJsonObjectTest, MaskAdmitsWhatContinuesAnObjectAndEndsOnlyWhenComplete) {
-  GuidedJsonObject g(Vocabulary());
-  EXPECT_EQ(Allowed(g), (std::set<int32_t>{0, 5, 11, 14}));  // '{', whitespace, '{"b":'
+  auto g = NewJsonObjectGuide(Vocabulary());
+  EXPECT_EQ(Allowed(*g), (std::set<int32_t>{0, 5, 11, 14}));  // '{', whitespace, '{"b":'
   std::vector<int32_t> out = {0};
-  ASSERT_TRUE(g.CatchUp(out).ok());
-  EXPECT_EQ(Allowed(g), (std::set<int32_t>{1, 2, 5, 7, 13, 14}));  // '}', a key, whitespace
+  ASSERT_TRUE(g->CatchUp(out).ok());
+  EXPECT_EQ(Allowed(*g), (std::set<int32_t>{1, 2, 5, 7, 13, 14}));  // '}', a key, whitespace
   out.push_back(1);
-  ASSERT_TRUE(g.CatchUp(out).ok());
-  EXPECT_TRUE(g.complete());
-  EXPECT_EQ(Allowed(g), (std::set<int32_t>{5, 12, 14}));  // trailing whitespace or the end
+  ASSERT_TRUE(g->CatchUp(out).ok());
+  EXPECT_TRUE(g->complete());
+  EXPECT_EQ(Allowed(*g), (std::set<int32_t>{5, 12, 14}));  // trailing whitespace or the end
   // A token the mask refused is an error, not a corrupted state.
   out.push_back(0);
-  EXPECT_EQ(g.CatchUp(out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(g->CatchUp(out).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(GuidedJsonObjectTest, StopTokenIdsThatAreTextCannotEndAnIncompleteObject) {
-  GuidedJsonObject g(Vocabulary());
+  auto g = NewJsonObjectGuide(Vocabulary());
   const std::vector<int32_t> out = {0, 7};  // {"  : inside a key, where 'x' is text
-  ASSERT_TRUE(g.CatchUp(out).ok());
-  EXPECT_TRUE(Allowed(g, {kGuidedEos}).count(6));
-  EXPECT_FALSE(Allowed(g, {kGuidedEos, 6}).count(6));
+  ASSERT_TRUE(g->CatchUp(out).ok());
+  EXPECT_TRUE(Allowed(*g, {kGuidedEos}).count(6));
+  EXPECT_FALSE(Allowed(*g, {kGuidedEos, 6}).count(6));
 }
 
 TEST(GuidedJsonObjectTest, SampledSequencesStayObjectPrefixesAndEndAsObjects) {
@@ -100,10 +101,10 @@ TEST(GuidedJsonObjectTest, PlainStringTextIsWholeCharactersWithoutQuotesOrEscape
                                    false, false, false, true,  false};
   for (size_t id = 0; id < v->size(); ++id) EXPECT_EQ(v->plain_string_text(id), plain[id]) << id;
   EXPECT_EQ(v->first_byte(7), 0);
-  GuidedJsonObject g(v);
-  ASSERT_TRUE(g.CatchUp(std::vector<int32_t>{9}).ok());
+  auto g = NewJsonObjectGuide(v);
+  ASSERT_TRUE(g->CatchUp(std::vector<int32_t>{9}).ok());
   std::vector<float> logits(v->size(), 0.0f);
-  g.Mask(logits, {});
+  g->Mask(logits, {});
   std::vector<bool> allowed;
   for (float l : logits) allowed.push_back(!std::isinf(l));
   EXPECT_EQ(allowed,

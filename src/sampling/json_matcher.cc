@@ -11,6 +11,12 @@ bool IsHexDigit(uint8_t b) {
 
 }  // namespace
 
+JsonMatcher JsonMatcher::ForValue() {
+  JsonMatcher m;
+  m.Advance("{\"\":");
+  return m;
+}
+
 bool JsonMatcher::Advance(std::string_view bytes) {
   for (char c : bytes)
     if (!Advance(static_cast<uint8_t>(c))) return false;

@@ -29,6 +29,19 @@ class JsonMatcher {
   // Inside a string, between characters (not in an escape or a multi-byte character).
   bool in_string() const { return mode_ == Mode::kString; }
 
+  // A matcher of one JSON value of any type rather than of an object, as a schema's leaf needs:
+  // primed as if inside `{"":`. value_complete() says when that value has ended — a number only
+  // once the byte after it is seen, so its owner asks number_can_end() at a delimiter instead.
+  static JsonMatcher ForValue();
+  bool value_complete() const { return depth_ == 1 && mode_ == Mode::kCommaOrClose; }
+  // ForValue(): the value itself is a number (not one inside an array or object of it)...
+  bool in_top_number() const { return depth_ == 1 && mode_ == Mode::kNumber; }
+  // ...that would be complete if the next byte ended it.
+  bool number_can_end() const {
+    return mode_ == Mode::kNumber && (number_ == Number::kZero || number_ == Number::kInt ||
+                                      number_ == Number::kFrac || number_ == Number::kExpDigits);
+  }
+
  private:
   enum class Mode : uint8_t {
     kRoot,          // before the root object: whitespace or '{'

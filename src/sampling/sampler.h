@@ -76,7 +76,7 @@ class Sampler {
   size_t prompt_cached_size_ = 0;
   std::vector<int32_t> prompt_unique_;
   TokenCounter output_counts_;
-  std::optional<GuidedJsonObject> guided_;  // params.guided == kJsonObject
+  std::unique_ptr<Guide> guided_;  // params.guided set
 };
 
 }  // namespace xinfer

@@ -48,6 +48,9 @@ Status SamplingParams::Validate(int32_t vocab_size) const {
       return InvalidArgument("allowed_token_ids entry {} is out of range [0, {})", id, vocab_size);
     }
   }
+  if (guided == GuidedDecoding::kJsonSchema && json_schema == nullptr) {
+    return InvalidArgument("response_format json_schema needs a schema");
+  }
   if (guided != GuidedDecoding::kNone && ignore_eos) {
     return InvalidArgument(
         "ignore_eos cannot be combined with a JSON response_format: the output ends when the "

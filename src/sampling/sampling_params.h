@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "sampling/json_schema.h"
 
 namespace xinfer {
 
@@ -26,8 +28,9 @@ inline constexpr float kMaxPresenceFrequencyPenalty = 2.0f;
 inline constexpr float kMaxLogitBias = 100.0f;
 
 // Grammar the output must follow (guided decoding). kJsonObject: one JSON object (OpenAI's
-// response_format json_object); the sequence can end only once the object is complete.
-enum class GuidedDecoding { kNone, kJsonObject };
+// response_format json_object); kJsonSchema: one value of `json_schema` (response_format
+// json_schema, vLLM's guided_json). The sequence can end only once the value is complete.
+enum class GuidedDecoding { kNone, kJsonObject, kJsonSchema };
 
 struct SamplingParams {
   // --- Token choice (Sampler) ---
@@ -48,6 +51,7 @@ struct SamplingParams {
   // sampled — every other logit is -inf before any other processing, EOS included unless listed.
   std::vector<int32_t> allowed_token_ids;
   GuidedDecoding guided = GuidedDecoding::kNone;
+  std::shared_ptr<const JsonSchema> json_schema;  // kJsonSchema: compiled, shared, immutable
   // Same seed (and same logits) → same tokens, alone or in any batch. Absent: the engine supplies
   // a random per-sequence seed (Sampler's fallback_seed).
   std::optional<uint64_t> seed;

@@ -47,15 +47,15 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
     r.include_usage = IsTrue(so, "include_usage");
     r.continuous_usage_stats = IsTrue(so, "continuous_usage_stats");
   }
-  // response_format is a sampling parameter (ParseSamplingParams). vLLM's schema, regex, choice
-  // and grammar guides need decoders xinfer does not have: a clear refusal instead of free text
-  // the client would fail to parse.
+  // response_format and guided_json are sampling parameters (ParseSamplingParams). vLLM's regex,
+  // choice and grammar guides need decoders xinfer does not have: a clear refusal instead of free
+  // text the client would fail to parse.
   for (const char* key :
-       {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"}) {
+       {"guided_regex", "guided_choice", "guided_grammar", "structured_outputs"}) {
     if (body.contains(key) && !body[key].is_null())
       return Unimplemented(
-          "{} needs a guided decoder xinfer does not have yet (response_format json_object is "
-          "supported)",
+          "{} needs a guided decoder xinfer does not have yet (response_format json_object and "
+          "json_schema, and guided_json, are supported)",
           key);
   }
   if (body.contains("priority") && !body["priority"].is_null()) {

@@ -194,6 +194,38 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     }
   });
 
+  test('response_format json_schema and guided_json: the output follows the schema', async () => {
+    const ids = async (prompt) => (await raw(srv.baseURL, 'POST', '/tokenize',
+      { prompt, add_special_tokens: false })).json.tokens;
+    const allowed = [];
+    for (const piece of ['{', '}', '"', 'ok', ':', 'true', 'false', 'n', ',', ' ', '<|im_end|>'])
+      allowed.push(...await ids(piece));
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'],
+      additionalProperties: false };
+    const messages = [{ role: 'user', content: 'Is it?' }];
+    // From a few tokens the schema leaves one shape: {"ok":true} or {"ok":false}, as it is
+    // spaced; it ends there.
+    for (const guide of [{ response_format: { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } } },
+      { guided_json: schema }, { guided_json: JSON.stringify(schema) }]) {
+      const r = await client.chat.completions.create({ model: 'test-model', messages, n: 3,
+        temperature: 1.0, seed: 9, max_tokens: 40, allowed_token_ids: allowed, ...guide });
+      for (const c of r.choices) {
+        assert.equal(c.finish_reason, 'stop', c.message.content);
+        const doc = JSON.parse(c.message.content);
+        assert.deepEqual(Object.keys(doc), ['ok']);
+        assert.equal(typeof doc.ok, 'boolean');
+      }
+    }
+    // The whole vocabulary: every choice that ends by itself follows the schema.
+    const free = await client.chat.completions.create({ model: 'test-model', messages, n: 4,
+      temperature: 1.0, seed: 2, max_tokens: 40,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema } } });
+    for (const c of free.choices) {
+      assert.match(c.message.content, /^\s*\{/, c.message.content);
+      if (c.finish_reason === 'stop') assert.equal(typeof JSON.parse(c.message.content).ok, 'boolean');
+    }
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

@@ -69,17 +69,29 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       { param: 'tool_choice' });
     assertError(await post('/v1/chat/completions', chat({ tools: 'x' })), 400, { param: 'tools' });
   });
-  test('400 for structured output xinfer cannot guide; text and json_object accepted', async () => {
+  test('400 for structured output xinfer cannot guide; text, json_object, json_schema accepted', async () => {
     assertError(await post('/v1/chat/completions', chat({ response_format: { type: 'json_schema' } })),
-      400, { param: 'response_format', message: /schema-guided decoder/ });
+      400, { param: 'response_format', message: /needs a json_schema object/ });
+    const schema = (s) => chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: s } } });
+    assertError(await post('/v1/chat/completions', schema({ type: 'string', pattern: 'a+' })), 400,
+      { param: 'response_format', message: /'pattern' is not supported/ });
+    assertError(await post('/v1/chat/completions', schema({ type: 'thing' })), 400,
+      { param: 'response_format', message: /unknown type 'thing'/ });
+    assertError(await post('/v1/chat/completions', chat({ guided_json: '{"type": ' })), 400,
+      { param: 'guided_json', message: /not valid JSON/ });
+    assertError(await post('/v1/chat/completions', chat({ guided_json: { type: 'integer', minimum: 1 } })),
+      400, { param: 'guided_json', message: /'minimum'/ });
+    assertError(await post('/v1/chat/completions',
+      chat({ guided_json: { type: 'object' }, response_format: { type: 'json_object' } })), 400,
+    { param: 'guided_json' });
     assertError(await post('/v1/chat/completions', chat({ response_format: { type: 'xml' } })), 400,
-      { param: 'response_format', message: /'text' or 'json_object'/ });
+      { param: 'response_format', message: /'text', 'json_object' or 'json_schema'/ });
     assertError(await post('/v1/chat/completions', chat({ response_format: 'json' })), 400,
       { param: 'response_format' });
     assertError(await post('/v1/completions',
       { prompt: 'a', response_format: { type: 'json_object' }, ignore_eos: true }), 400,
     { param: 'ignore_eos' });
-    for (const key of ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs']) {
+    for (const key of ['guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs']) {
       assertError(await post('/v1/chat/completions', chat({ [key]: { a: 1 } })), 400, { param: key });
     }
     const ok = await post('/v1/chat/completions',
@@ -87,8 +99,12 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     assert.equal(ok.status, 200, JSON.stringify(ok.json));
     for (const p of ['/v1/chat/completions', '/v1/completions']) {
       const body = p === '/v1/completions' ? { prompt: 'a', max_tokens: 2 } : chat();
-      const json = await post(p, { ...body, response_format: { type: 'json_object' } });
-      assert.equal(json.status, 200, json.text);
+      for (const extra of [{ response_format: { type: 'json_object' } },
+        { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } },
+        { guided_json: '{"type": "array"}' }]) {
+        const r = await post(p, { ...body, ...extra });
+        assert.equal(r.status, 200, r.text);
+      }
     }
   });
   test('400, not 500, for a null or wrong-typed optional field', async () => {

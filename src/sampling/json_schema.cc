@@ -1,0 +1,359 @@
+#include "sampling/json_schema.h"
+
+#include <bitset>
+#include <map>
+#include <set>
+#include <string_view>
+
+namespace xinfer {
+namespace {
+
+using json = nlohmann::ordered_json;
+using FirstBytes = std::bitset<256>;
+
+// Keywords that assert something the matcher does not enforce: refused, never ignored.
+constexpr std::string_view kUnsupported[] = {"pattern",
+                                             "minLength",
+                                             "maxLength",
+                                             "minimum",
+                                             "maximum",
+                                             "exclusiveMinimum",
+                                             "exclusiveMaximum",
+                                             "multipleOf",
+                                             "minProperties",
+                                             "maxProperties",
+                                             "patternProperties",
+                                             "propertyNames",
+                                             "dependentRequired",
+                                             "dependentSchemas",
+                                             "if",
+                                             "then",
+                                             "else",
+                                             "not",
+                                             "prefixItems",
+                                             "contains",
+                                             "minContains",
+                                             "maxContains",
+                                             "unevaluatedProperties",
+                                             "unevaluatedItems",
+                                             "additionalItems",
+                                             "dependencies"};
+
+// Keywords that only describe (JSON Schema lets validators ignore them).
+bool IsAnnotation(const std::string& key) {
+  static const std::set<std::string> kAnnotations = {
+      "title",       "description", "default",         "examples",        "$schema", "$id",
+      "$comment",    "deprecated",  "readOnly",        "writeOnly",       "format",  "$defs",
+      "definitions", "$anchor",     "contentEncoding", "contentMediaType"};
+  return kAnnotations.count(key) != 0;
+}
+
+class Compiler {
+ public:
+  Compiler(const json& root, const std::string& what) : root_(root), what_(what) {}
+
+  StatusOr<int32_t> Compile(const json& s, int depth) {
+    if (depth > 64) return InvalidArgument("{}: the schema nests deeper than 64 levels", what_);
+    if (static_cast<int>(out_.nodes.size()) >= JsonSchema::kMaxNodes)
+      return Unimplemented("{}: the schema has more than {} parts", what_, JsonSchema::kMaxNodes);
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) return Unimplemented("{}: the schema false admits no value", what_);
+      return Add(SchemaNode{});
+    }
+    if (!s.is_object())
+      return InvalidArgument("{}: a schema must be an object or a boolean", what_);
+    for (std::string_view k : kUnsupported)
+      if (s.contains(std::string(k)))
+        return Unimplemented(
+            "{}: '{}' is not supported by guided decoding (it enforces type, properties, required, "
+            "items, minItems, maxItems, enum, const, anyOf, oneOf and $ref)",
+            what_, k);
+    if (s.contains("uniqueItems") && s["uniqueItems"] == true)
+      return Unimplemented("{}: 'uniqueItems' is not supported by guided decoding", what_);
+    if (s.contains("$ref")) return Ref(s, depth);
+    if (s.contains("nullable") && s["nullable"] == true) {
+      json inner = s;
+      inner.erase("nullable");
+      return AnyOf({inner, json{{"type", "null"}}}, depth);
+    }
+    if (s.contains("allOf")) {
+      const json& all = s["allOf"];
+      if (!all.is_array() || all.size() != 1)
+        return Unimplemented("{}: 'allOf' with other than one schema is not supported", what_);
+      return Compile(all[0], depth + 1);
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      if (!s[key].is_array() || s[key].empty())
+        return InvalidArgument("{}: '{}' must be a non-empty list of schemas", what_, key);
+      return AnyOf(std::vector<json>(s[key].begin(), s[key].end()), depth);
+    }
+    if (s.contains("const")) return Literals(json::array({s["const"]}));
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array() || s["enum"].empty())
+        return InvalidArgument("{}: 'enum' must be a non-empty list", what_);
+      return Literals(s["enum"]);
+    }
+    if (s.contains("type") && s["type"].is_array()) {
+      std::vector<json> alternatives;
+      for (const json& t : s["type"]) {
+        json one = s;
+        one["type"] = t;
+        alternatives.push_back(std::move(one));
+      }
+      if (alternatives.empty()) return InvalidArgument("{}: 'type' must not be empty", what_);
+      return AnyOf(alternatives, depth);
+    }
+    std::string type;
+    if (s.contains("type")) {
+      if (!s["type"].is_string())
+        return InvalidArgument("{}: 'type' must be a string or a list of strings", what_);
+      type = s["type"].get<std::string>();
+    } else if (s.contains("properties") || s.contains("required")) {
+      type = "object";
+    } else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) {
+      type = "array";
+    }
+    SchemaNode n;
+    if (type.empty()) return Add(n);
+    if (type == "object") return Object(s, depth);
+    if (type == "array") return Array(s, depth);
+    static const std::map<std::string, SchemaNode::Kind> kScalars = {
+        {"string", SchemaNode::Kind::kString},
+        {"number", SchemaNode::Kind::kNumber},
+        {"integer", SchemaNode::Kind::kInteger},
+        {"boolean", SchemaNode::Kind::kBoolean},
+        {"null", SchemaNode::Kind::kNull}};
+    auto it = kScalars.find(type);
+    if (it == kScalars.end()) return InvalidArgument("{}: unknown type '{}'", what_, type);
+    n.kind = it->second;
+    return Add(n);
+  }
+
+  // The alternatives of every anyOf must start differently: that is how the matcher picks one
+  // with a single state. Filled once every node exists ($ref placeholders included).
+  Status FillAlternatives() {
+    for (SchemaNode& n : out_.nodes) {
+      if (n.kind != SchemaNode::Kind::kAnyOf) continue;
+      n.alternative_by_first_byte.fill(-1);
+      for (size_t a = 0; a < n.values.size(); ++a) {
+        std::set<int32_t> visiting;
+        XI_ASSIGN_OR_RETURN(FirstBytes first, FirstBytesOf(n.values[a], visiting));
+        for (int b = 0; b < 256; ++b) {
+          if (!first[static_cast<size_t>(b)]) continue;
+          int8_t& slot = n.alternative_by_first_byte[static_cast<size_t>(b)];
+          if (slot >= 0)
+            return Unimplemented(
+                "{}: anyOf / oneOf alternatives that can both start with '{}' are not supported "
+                "(guided decoding tells alternatives apart by their first character)",
+                what_, static_cast<char>(b));
+          slot = static_cast<int8_t>(a);
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  JsonSchema Take() { return std::move(out_); }
+
+ private:
+  int32_t Add(SchemaNode n) {
+    out_.nodes.push_back(std::move(n));
+    return static_cast<int32_t>(out_.nodes.size() - 1);
+  }
+
+  StatusOr<int32_t> Ref(const json& s, int depth) {
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (it.key() != "$ref" && !IsAnnotation(it.key()))
+        return Unimplemented("{}: '{}' beside '$ref' is not supported", what_, it.key());
+    if (!s["$ref"].is_string()) return InvalidArgument("{}: '$ref' must be a string", what_);
+    const std::string ref = s["$ref"].get<std::string>();
+    if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
+    const json* target = nullptr;
+    if (ref == "#") {
+      target = &root_;
+    } else {
+      for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+        const std::string p = prefix;
+        if (ref.rfind(p, 0) != 0) continue;
+        const std::string section = p.substr(2, p.size() - 3);
+        const std::string name = ref.substr(p.size());
+        if (root_.contains(section) && root_[section].is_object() && root_[section].contains(name))
+          target = &root_[section][name];
+      }
+    }
+    if (target == nullptr)
+      return InvalidArgument("{}: '$ref' {} does not name a schema in $defs or definitions", what_,
+                             ref);
+    // A placeholder first, so that a recursive reference finds it.
+    const int32_t placeholder = Add(SchemaNode{});
+    refs_[ref] = placeholder;
+    XI_ASSIGN_OR_RETURN(int32_t compiled, Compile(*target, depth + 1));
+    out_.nodes[static_cast<size_t>(placeholder)] = out_.nodes[static_cast<size_t>(compiled)];
+    return placeholder;
+  }
+
+  StatusOr<int32_t> AnyOf(const std::vector<json>& alternatives, int depth) {
+    if (alternatives.size() > 64)
+      return Unimplemented("{}: more than 64 alternatives are not supported", what_);
+    SchemaNode n;
+    n.kind = SchemaNode::Kind::kAnyOf;
+    for (const json& a : alternatives) {
+      XI_ASSIGN_OR_RETURN(int32_t v, Compile(a, depth + 1));
+      n.values.push_back(v);
+    }
+    return Add(std::move(n));
+  }
+
+  StatusOr<int32_t> Literals(const json& values) {
+    if (values.size() > JsonSchema::kMaxLiterals)
+      return Unimplemented("{}: an enum of more than {} values is not supported", what_,
+                           JsonSchema::kMaxLiterals);
+    SchemaNode n;
+    n.kind = SchemaNode::Kind::kLiterals;
+    for (const json& v : values) {
+      std::string text = v.dump();
+      if (text.size() > JsonSchema::kMaxLiteralBytes)
+        return Unimplemented("{}: an enum or const value longer than {} bytes", what_,
+                             JsonSchema::kMaxLiteralBytes);
+      n.literals.push_back(std::move(text));
+    }
+    return Add(std::move(n));
+  }
+
+  StatusOr<int32_t> Object(const json& s, int depth) {
+    SchemaNode n;
+    n.kind = SchemaNode::Kind::kObject;
+    if (s.contains("additionalProperties")) {
+      const json& extra = s["additionalProperties"];
+      // Only the listed properties are generated, which any additionalProperties admits; a map
+      // (a schema for the other keys and no properties) needs keys the matcher cannot invent.
+      if (!extra.is_boolean() && !(extra.is_object() && s.contains("properties")))
+        return Unimplemented(
+            "{}: an object whose keys are free (additionalProperties with a schema and no "
+            "properties) is not supported",
+            what_);
+    }
+    json properties = s.value("properties", json::object());
+    if (!properties.is_object())
+      return InvalidArgument("{}: 'properties' must be an object", what_);
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      if (!s["required"].is_array()) return InvalidArgument("{}: 'required' must be a list", what_);
+      for (const json& r : s["required"]) {
+        if (!r.is_string()) return InvalidArgument("{}: 'required' must list strings", what_);
+        required.insert(r.get<std::string>());
+        // A required key without a schema: any value.
+        if (!properties.contains(r.get<std::string>())) properties[r.get<std::string>()] = true;
+      }
+    }
+    if (properties.empty() && !s.contains("properties")) {
+      n.kind = SchemaNode::Kind::kAny;  // any object
+      n.any_open = '{';
+      return Add(std::move(n));
+    }
+    if (properties.size() > JsonSchema::kMaxProperties)
+      return Unimplemented("{}: objects of more than {} properties are not supported", what_,
+                           JsonSchema::kMaxProperties);
+    for (auto it = properties.begin(); it != properties.end(); ++it) {
+      if (required.count(it.key())) n.required |= uint64_t{1} << n.keys.size();
+      std::string key = json(it.key()).dump();
+      if (key.size() > JsonSchema::kMaxLiteralBytes)
+        return Unimplemented("{}: a property name longer than {} bytes", what_,
+                             JsonSchema::kMaxLiteralBytes);
+      n.keys.push_back(std::move(key));
+      XI_ASSIGN_OR_RETURN(int32_t v, Compile(it.value(), depth + 1));
+      n.values.push_back(v);
+    }
+    return Add(std::move(n));
+  }
+
+  StatusOr<int32_t> Array(const json& s, int depth) {
+    SchemaNode n;
+    n.kind = SchemaNode::Kind::kArray;
+    for (const char* key : {"minItems", "maxItems"}) {
+      if (!s.contains(key)) continue;
+      if (!s[key].is_number_unsigned() || s[key].get<uint64_t>() > (1u << 30))
+        return InvalidArgument("{}: '{}' must be a non-negative integer", what_, key);
+      int32_t& bound = std::string_view(key) == "minItems" ? n.min_items : n.max_items;
+      bound = static_cast<int32_t>(s[key].get<uint64_t>());
+    }
+    if (n.max_items >= 0 && n.min_items > n.max_items)
+      return InvalidArgument("{}: minItems {} is larger than maxItems {}", what_, n.min_items,
+                             n.max_items);
+    XI_ASSIGN_OR_RETURN(int32_t items, Compile(s.value("items", json(true)), depth + 1));
+    n.values.push_back(items);
+    return Add(std::move(n));
+  }
+
+  StatusOr<FirstBytes> FirstBytesOf(int32_t id, std::set<int32_t>& visiting) {
+    const SchemaNode& n = out_.nodes[static_cast<size_t>(id)];
+    FirstBytes f;
+    auto number = [&f] {
+      f.set('-');
+      for (char c = '0'; c <= '9'; ++c) f.set(static_cast<uint8_t>(c));
+    };
+    switch (n.kind) {
+      case SchemaNode::Kind::kAny:
+        if (n.any_open != 0) {
+          f.set(static_cast<uint8_t>(n.any_open));
+        } else {
+          for (char c : std::string_view("{[\"tfn")) f.set(static_cast<uint8_t>(c));
+          number();
+        }
+        break;
+      case SchemaNode::Kind::kObject:
+        f.set('{');
+        break;
+      case SchemaNode::Kind::kArray:
+        f.set('[');
+        break;
+      case SchemaNode::Kind::kString:
+        f.set('"');
+        break;
+      case SchemaNode::Kind::kNumber:
+      case SchemaNode::Kind::kInteger:
+        number();
+        break;
+      case SchemaNode::Kind::kBoolean:
+        f.set('t');
+        f.set('f');
+        break;
+      case SchemaNode::Kind::kNull:
+        f.set('n');
+        break;
+      case SchemaNode::Kind::kLiterals:
+        for (const std::string& l : n.literals) f.set(static_cast<uint8_t>(l[0]));
+        break;
+      case SchemaNode::Kind::kAnyOf:
+        if (!visiting.insert(id).second)
+          return Unimplemented("{}: an anyOf that refers to itself before any character", what_);
+        for (int32_t v : n.values) {
+          XI_ASSIGN_OR_RETURN(FirstBytes g, FirstBytesOf(v, visiting));
+          f |= g;
+        }
+        visiting.erase(id);
+        break;
+    }
+    return f;
+  }
+
+  const json& root_;
+  const std::string what_;
+  JsonSchema out_;
+  std::map<std::string, int32_t> refs_;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const JsonSchema>> CompileJsonSchema(const json& schema,
+                                                              const std::string& what) {
+  Compiler c(schema, what);
+  XI_ASSIGN_OR_RETURN(int32_t root, c.Compile(schema, 0));
+  XI_RETURN_IF_ERROR(c.FillAlternatives());
+  auto out = std::make_shared<JsonSchema>(c.Take());
+  out->root = root;
+  return std::shared_ptr<const JsonSchema>(std::move(out));
+}
+
+}  // namespace xinfer

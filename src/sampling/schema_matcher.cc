@@ -1,0 +1,252 @@
+#include "sampling/schema_matcher.h"
+
+#include <bit>
+
+#include "base/check.h"
+
+namespace xinfer {
+namespace {
+
+bool IsWhitespace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
+bool IsNumberByte(uint8_t b) {
+  return (b >= '0' && b <= '9') || b == '.' || b == 'e' || b == 'E' || b == '+' || b == '-';
+}
+
+// The candidates (bits into `options`) whose byte at `pos` is `byte`.
+uint64_t Narrow(const std::vector<std::string>& options, uint64_t candidates, int pos,
+                uint8_t byte) {
+  uint64_t keep = 0;
+  for (uint64_t c = candidates; c != 0; c &= c - 1) {
+    const int i = std::countr_zero(c);
+    const std::string& o = options[static_cast<size_t>(i)];
+    if (static_cast<int>(o.size()) > pos &&
+        static_cast<uint8_t>(o[static_cast<size_t>(pos)]) == byte)
+      keep |= uint64_t{1} << i;
+  }
+  return keep;
+}
+
+// Some / every candidate is exactly `len` bytes long.
+bool AnyEndsAt(const std::vector<std::string>& options, uint64_t candidates, int len) {
+  for (uint64_t c = candidates; c != 0; c &= c - 1)
+    if (static_cast<int>(options[static_cast<size_t>(std::countr_zero(c))].size()) == len)
+      return true;
+  return false;
+}
+bool AllEndAt(const std::vector<std::string>& options, uint64_t candidates, int len) {
+  for (uint64_t c = candidates; c != 0; c &= c - 1)
+    if (static_cast<int>(options[static_cast<size_t>(std::countr_zero(c))].size()) != len)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+SchemaMatcher::SchemaMatcher(const JsonSchema* schema) : schema_(schema) {
+  XI_CHECK(schema_ != nullptr && !schema_->nodes.empty());
+  frames_[0] = Frame{schema_->root};
+  depth_ = 1;
+}
+
+SchemaMatcher& SchemaMatcher::operator=(const SchemaMatcher& other) {
+  schema_ = other.schema_;
+  depth_ = other.depth_;
+  ws_run_ = other.ws_run_;
+  leaf_ = other.leaf_;
+  for (int i = 0; i < depth_; ++i)
+    frames_[static_cast<size_t>(i)] = other.frames_[static_cast<size_t>(i)];
+  return *this;
+}
+
+bool SchemaMatcher::in_string() const {
+  if (depth_ == 0) return false;
+  const Frame& f = frames_[static_cast<size_t>(depth_ - 1)];
+  const SchemaNode::Kind kind = node(f).kind;
+  return f.phase == Phase::kLeaf && leaf_.in_string() &&
+         (kind == SchemaNode::Kind::kString || kind == SchemaNode::Kind::kAny);
+}
+
+uint64_t SchemaMatcher::AllowedKeys(const SchemaNode& n, int next) {
+  uint64_t keys = 0;
+  for (int i = next; i < static_cast<int>(n.keys.size()); ++i) {
+    keys |= uint64_t{1} << i;
+    if ((n.required >> i) & 1) break;  // a required property cannot be skipped
+  }
+  return keys;
+}
+
+bool SchemaMatcher::CanClose(const SchemaNode& n, int next) {
+  return next >= 64 || (n.required >> next) == 0;
+}
+
+bool SchemaMatcher::Push(int32_t node) {
+  if (depth_ == kMaxDepth) return false;
+  frames_[static_cast<size_t>(depth_++)] = Frame{node};
+  return true;
+}
+
+bool SchemaMatcher::StartValue(Frame& f, uint8_t byte) {
+  const SchemaNode& n = node(f);
+  switch (n.kind) {
+    case SchemaNode::Kind::kAnyOf: {
+      const int8_t a = n.alternative_by_first_byte[byte];
+      if (a < 0) return false;
+      f.node = n.values[static_cast<size_t>(a)];
+      return StartValue(f, byte);
+    }
+    case SchemaNode::Kind::kObject:
+      if (byte != '{') return false;
+      f.phase = Phase::kKeyOrClose;
+      f.count = 0;
+      return true;
+    case SchemaNode::Kind::kArray:
+      if (byte != '[') return false;
+      f.phase = Phase::kArrayFirst;
+      f.count = 0;
+      return true;
+    case SchemaNode::Kind::kLiterals: {
+      const uint64_t all =
+          n.literals.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << n.literals.size()) - 1;
+      f.candidates = Narrow(n.literals, all, 0, byte);
+      if (f.candidates == 0) return false;
+      f.phase = Phase::kLiteral;
+      f.pos = 1;
+      if (AllEndAt(n.literals, f.candidates, 1)) Pop();
+      return true;
+    }
+    case SchemaNode::Kind::kString:
+      if (byte != '"') return false;
+      break;
+    case SchemaNode::Kind::kNumber:
+    case SchemaNode::Kind::kInteger:
+      if (byte != '-' && (byte < '0' || byte > '9')) return false;
+      break;
+    case SchemaNode::Kind::kBoolean:
+      if (byte != 't' && byte != 'f') return false;
+      break;
+    case SchemaNode::Kind::kNull:
+      if (byte != 'n') return false;
+      break;
+    case SchemaNode::Kind::kAny:
+      if (n.any_open != 0 && byte != static_cast<uint8_t>(n.any_open)) return false;
+      break;
+  }
+  // A leaf: the JsonMatcher of one value lexes it.
+  leaf_ = JsonMatcher::ForValue();
+  if (!leaf_.Advance(byte)) return false;
+  f.phase = Phase::kLeaf;
+  if (leaf_.value_complete()) Pop();
+  return true;
+}
+
+bool SchemaMatcher::Advance(std::string_view bytes) {
+  for (char c : bytes)
+    if (!Advance(static_cast<uint8_t>(c))) return false;
+  return true;
+}
+
+bool SchemaMatcher::Advance(uint8_t byte) {
+  const bool ws = IsWhitespace(byte);
+  for (;;) {  // again when a value ends at this byte and its container takes the byte
+    if (depth_ == 0) return ws && Whitespace();
+    Frame& f = frames_[static_cast<size_t>(depth_ - 1)];
+    const SchemaNode& n = node(f);
+    switch (f.phase) {
+      case Phase::kLeaf:
+        if (leaf_.in_top_number() && !IsNumberByte(byte)) {
+          if (!leaf_.number_can_end()) return false;
+          Pop();
+          continue;
+        }
+        if (n.kind == SchemaNode::Kind::kInteger && leaf_.in_top_number() &&
+            (byte == '.' || byte == 'e' || byte == 'E'))
+          return false;
+        if (!leaf_.Advance(byte)) return false;
+        if (leaf_.value_complete()) Pop();
+        return true;
+      case Phase::kInKey: {
+        const uint64_t keep = Narrow(n.keys, f.candidates, f.pos, byte);
+        if (keep == 0) return false;
+        f.candidates = keep;
+        ++f.pos;
+        // Keys are JSON strings: one that ends here (its closing quote) is the only candidate.
+        if (AnyEndsAt(n.keys, keep, f.pos)) f.phase = Phase::kColon;
+        return true;
+      }
+      case Phase::kLiteral: {
+        const uint64_t keep = Narrow(n.literals, f.candidates, f.pos, byte);
+        if (keep != 0) {
+          f.candidates = keep;
+          ++f.pos;
+          if (AllEndAt(n.literals, keep, f.pos)) Pop();
+          return true;
+        }
+        // A literal that ended before this byte (a number of an enum such as [1, 12]).
+        if (!AnyEndsAt(n.literals, f.candidates, f.pos)) return false;
+        Pop();
+        continue;
+      }
+      default:
+        break;
+    }
+    // Between tokens: whitespace in bounded runs, then the structure.
+    if (ws) return Whitespace();
+    ws_run_ = 0;
+    switch (f.phase) {
+      case Phase::kValue:
+        return StartValue(f, byte);
+      case Phase::kKeyOrClose:
+      case Phase::kKey:
+        if (byte == '}' && f.phase == Phase::kKeyOrClose && CanClose(n, f.count)) {
+          Pop();
+          return true;
+        }
+        if (byte != '"') return false;
+        f.candidates = AllowedKeys(n, f.count);
+        if (f.candidates == 0) return false;
+        f.phase = Phase::kInKey;
+        f.pos = 1;  // every key starts with '"'
+        return true;
+      case Phase::kColon: {
+        if (byte != ':') return false;
+        const int chosen = std::countr_zero(f.candidates);
+        f.count = static_cast<uint16_t>(chosen + 1);
+        f.phase = Phase::kObjectNext;
+        return Push(n.values[static_cast<size_t>(chosen)]);
+      }
+      case Phase::kObjectNext:
+        if (byte == ',') {
+          if (AllowedKeys(n, f.count) == 0) return false;
+          f.phase = Phase::kKey;
+          return true;
+        }
+        if (byte != '}' || !CanClose(n, f.count)) return false;
+        Pop();
+        return true;
+      case Phase::kArrayFirst:
+        if (byte == ']') {
+          if (n.min_items > 0) return false;
+          Pop();
+          return true;
+        }
+        if (n.max_items == 0) return false;
+        f.count = 1;
+        f.phase = Phase::kArrayNext;
+        if (!Push(n.values[0])) return false;
+        continue;  // the byte starts the first item
+      case Phase::kArrayNext:
+        if (byte == ',') {
+          if ((n.max_items >= 0 && f.count >= n.max_items) || f.count == UINT16_MAX) return false;
+          ++f.count;
+          return Push(n.values[0]);
+        }
+        if (byte != ']' || f.count < n.min_items) return false;
+        Pop();
+        return true;
+      default:
+        return false;
+    }
+  }
+}
+
+}  // namespace xinfer

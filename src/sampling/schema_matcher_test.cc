@@ -1,0 +1,174 @@
+// JSON Schema guided decoding: what CompileJsonSchema takes and refuses, and SchemaMatcher's
+// answers on documents that follow a schema, that break it, and on every prefix of them.
+#include "sampling/schema_matcher.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "sampling/guided_json.h"
+#include "sampling/sampler.h"
+
+namespace xinfer {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::shared_ptr<const JsonSchema> Compile(const std::string& text) {
+  auto s = CompileJsonSchema(json::parse(text), "schema");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : nullptr;
+}
+
+// -1: every byte accepted and the value complete; -2: accepted but incomplete; else the index of
+// the first refused byte.
+int Check(const JsonSchema& schema, const std::string& text) {
+  SchemaMatcher m(&schema);
+  for (size_t i = 0; i < text.size(); ++i)
+    if (!m.Advance(static_cast<uint8_t>(text[i]))) return static_cast<int>(i);
+  return m.complete() ? -1 : -2;
+}
+
+constexpr char kPerson[] = R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "description": "ignored annotation", "format": "email"},
+    "age": {"type": "integer"},
+    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+    "kind": {"enum": ["a", "b", 1, 12, true, null]},
+    "nick": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    "score": {"type": ["number", "null"]},
+    "child": {"$ref": "#/$defs/node"},
+    "extra": {}
+  },
+  "required": ["name", "age"],
+  "$defs": {"node": {"type": "object",
+                     "properties": {"v": {"type": "number"},
+                                    "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+                     "required": ["v"]}}
+})";
+
+TEST(SchemaMatcherTest, AcceptsWhatFollowsTheSchemaAndEveryPrefix) {
+  auto schema = Compile(kPerson);
+  ASSERT_NE(schema, nullptr);
+  for (const std::string text :
+       {R"({"name":"x","age":3})",
+        R"( {"name": "Ann \"A\" \u00e9", "age": -12, "tags": ["a", "b"], "kind": 12,)"
+        R"( "nick": null, "score": 2.5e-3, "child": {"v": 1.5, "next": {"v": 0, "next": null}},)"
+        R"( "extra": {"free": [1, {"x": null}]}} )",
+        R"({"name":"x","age":0,"kind":"a"})", R"({"name":"x","age":3,"kind":1,"extra":7})",
+        R"({"name":"","age":3,"tags":[],"kind":true,"score":null,"extra":"s"})"}) {
+    EXPECT_EQ(Check(*schema, text), -1) << text;
+    // Every proper prefix is accepted and incomplete (until the root object closes).
+    const size_t close = text.find_last_of('}');
+    for (size_t n = 1; n <= close; ++n)
+      EXPECT_EQ(Check(*schema, text.substr(0, n)), -2) << text.substr(0, n);
+  }
+}
+
+TEST(SchemaMatcherTest, RefusesWhatBreaksTheSchema) {
+  auto schema = Compile(kPerson);
+  ASSERT_NE(schema, nullptr);
+  const std::pair<const char*, int> cases[] = {
+      {R"({"name":"x"})", 11},                 // age is required
+      {R"({"age":3,"name":"x"})", 2},          // properties come in schema order
+      {R"({"name":"x","age":3,"zz":1})", 21},  // no other keys
+      {R"({"name":"x","age":3.5})", 19},       // an integer
+      {R"({"name":"x","age":1e3})", 19},
+      {R"({"name":5})", 8},                                      // a string
+      {R"({"name":"x","age":3,"tags":["a","b","c","d"]})", 39},  // maxItems 3
+      {R"({"name":"x","age":3,"kind":2})", 27},                  // not in the enum
+      {R"({"name":"x","age":3,"kind":123})", 29},
+      {R"({"name":"x","age":3,"kind":"c"})", 28},
+      {R"({"name":"x","age":3,"nick":5})", 27},
+      {R"({"name":"x","age":3,"child":{"next":null}})", 30},  // v is required
+      {R"([])", 0},
+      {R"({"name":"x","age":3}})", 20},
+  };
+  for (const auto& [text, at] : cases) EXPECT_EQ(Check(*schema, text), at) << text;
+}
+
+TEST(SchemaMatcherTest, ArraysHonourMinAndMaxItems) {
+  auto schema = Compile(R"({"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":2})");
+  ASSERT_NE(schema, nullptr);
+  EXPECT_EQ(Check(*schema, "[]"), 1);
+  EXPECT_EQ(Check(*schema, "[true]"), -1);
+  EXPECT_EQ(Check(*schema, "[true, false]"), -1);
+  EXPECT_EQ(Check(*schema, "[true,false,true]"), 11);
+  EXPECT_EQ(Check(*schema, "[null]"), 1);
+}
+
+TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"type":"string","pattern":"a+"})", "'pattern' is not supported"},
+      {R"({"type":"integer","minimum":0})", "'minimum' is not supported"},
+      {R"({"anyOf":[{"type":"string"},{"enum":["a"]}]})", "can both start with '\"'"},
+      {R"({"$ref":"#/$defs/missing"})", "does not name a schema"},
+      {R"({"type":"object","additionalProperties":{"type":"string"}})", "keys are free"},
+      {R"({"type":"array","minItems":3,"maxItems":2})", "minItems 3 is larger than maxItems 2"},
+      {R"({"type":"float"})", "unknown type 'float'"},
+      {R"("string")", "must be an object or a boolean"},
+      {R"({"allOf":[{"type":"string"},{"type":"null"}]})", "'allOf' with other than one"},
+  };
+  for (const auto& [text, message] : cases) {
+    auto s = CompileJsonSchema(json::parse(text), "response_format json_schema");
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.status().message().find(message), std::string::npos) << s.status().message();
+    EXPECT_EQ(s.status().message().rfind("response_format json_schema: ", 0), 0u);
+  }
+}
+
+// Sampling over a vocabulary of single characters: every sequence that ends is a document that
+// follows the schema.
+TEST(SchemaMatcherTest, SampledSequencesThatEndFollowTheSchema) {
+  auto schema = Compile(R"({"type":"object","properties":{
+      "a":{"type":"integer"},"b":{"enum":["x","yy"]},
+      "c":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["a","b"]})");
+  ASSERT_NE(schema, nullptr);
+  std::vector<std::string> bytes;
+  for (char c : std::string("{}[]\",:0123456789-.eEtrufalsnxyabc ")) bytes.emplace_back(1, c);
+  bytes.emplace_back("");  // EOS
+  const int32_t eos = static_cast<int32_t>(bytes.size() - 1);
+  auto vocabulary = std::make_shared<const TokenVocabulary>(bytes);
+  SamplingParams p;
+  p.guided = GuidedDecoding::kJsonSchema;
+  p.json_schema = schema;
+  ASSERT_TRUE(p.Validate(eos + 1).ok());
+  std::mt19937 rng(11);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  int ended = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    Sampler s(p, {eos}, seed, vocabulary);
+    std::vector<int32_t> out;
+    std::string text;
+    for (int step = 0; step < 120; ++step) {
+      std::vector<float> logits(bytes.size());
+      for (float& l : logits) l = noise(rng);
+      auto r = s.Sample(logits, {}, out);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      out.push_back(r->token);
+      if (r->token == eos) {
+        ++ended;
+        const json doc = json::parse(text);
+        // An integer: no fraction or exponent (it may pass 64 bits, so parsed as a double).
+        EXPECT_TRUE(doc["a"].is_number()) << text;
+        const size_t a = text.find(':') + 1;
+        const std::string number = text.substr(a, text.find(',', a) - a);
+        EXPECT_EQ(number.find_first_of(".eE"), std::string::npos) << text;
+        EXPECT_TRUE(doc["b"] == "x" || doc["b"] == "yy") << text;
+        if (doc.contains("c")) {
+          EXPECT_LE(doc["c"].size(), 2u) << text;
+        }
+        break;
+      }
+      text += bytes[static_cast<size_t>(r->token)];
+      ASSERT_NE(Check(*schema, text), static_cast<int>(text.size()) - 1) << text;
+    }
+  }
+  EXPECT_GT(ended, 20);
+}
+
+}  // namespace
+}  // namespace xinfer

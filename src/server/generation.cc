@@ -86,7 +86,7 @@ net::awaitable<void> HandleGeneration(HttpExchange& ex, AsyncEngine& engine,
   }
   co_await ex.Respond(
       http::status::ok, "application/json",
-      builder.Response().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      builder.Response().dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
 }  // namespace xinfer::server

@@ -13,7 +13,7 @@
 
 namespace xinfer::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

@@ -48,11 +48,11 @@ class OpenAIServer {
   OpenAIServer(std::unique_ptr<AsyncEngine> engine, std::unique_ptr<PromptBuilder> prompts,
                ServeOptions options);
   net::awaitable<void> Route(HttpExchange& ex);
-  net::awaitable<void> Json(HttpExchange& ex, const nlohmann::json& body);
+  net::awaitable<void> Json(HttpExchange& ex, const nlohmann::ordered_json& body);
   // Plain functions: GCC 12 miscompiles braced JSON initializers inside coroutines.
-  StatusOr<nlohmann::json> TokenizeBody(const nlohmann::json& body) const;
-  StatusOr<nlohmann::json> DetokenizeBody(const nlohmann::json& body) const;
-  nlohmann::json ModelsBody() const;
+  StatusOr<nlohmann::ordered_json> TokenizeBody(const nlohmann::ordered_json& body) const;
+  StatusOr<nlohmann::ordered_json> DetokenizeBody(const nlohmann::ordered_json& body) const;
+  nlohmann::ordered_json ModelsBody() const;
   ProtocolContext Context() const;
 
   std::unique_ptr<AsyncEngine> engine_;

@@ -11,7 +11,7 @@
 namespace xinfer::server {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(

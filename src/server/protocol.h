@@ -59,18 +59,18 @@ struct GenerationRequest {
 // The error chat requests get when the model has no chat template.
 Status NoChatTemplate();
 
-StatusOr<GenerationRequest> ParseChatRequest(const nlohmann::json& body,
+StatusOr<GenerationRequest> ParseChatRequest(const nlohmann::ordered_json& body,
                                              const ProtocolContext& ctx);
-StatusOr<GenerationRequest> ParseCompletionRequest(const nlohmann::json& body,
+StatusOr<GenerationRequest> ParseCompletionRequest(const nlohmann::ordered_json& body,
                                                    const ProtocolContext& ctx);
 
 // OpenAI chat messages as chat templates take them, as vLLM passes them for text-only models:
 // content parts ([{"type": "text", "text": ...}]) joined into one string, an absent or null
 // content as "". InvalidArgument for anything else but a string content.
-StatusOr<nlohmann::json> NormalizeMessages(const nlohmann::json& messages);
+StatusOr<nlohmann::ordered_json> NormalizeMessages(const nlohmann::ordered_json& messages);
 
 // NotFound unless `body.model` is absent or names the served model.
-Status CheckModel(const nlohmann::json& body, const ServerConfig& config);
+Status CheckModel(const nlohmann::ordered_json& body, const ServerConfig& config);
 
 // "<prefix><32 hex digits>".
 std::string NewRequestId(const std::string& prefix);

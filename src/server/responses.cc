@@ -5,7 +5,7 @@
 namespace xinfer::server {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // JSON has no -inf; vLLM reports such log-probabilities as -9999.
 double Lp(float v) { return std::isfinite(v) ? static_cast<double>(v) : -9999.0; }

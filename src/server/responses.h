@@ -27,7 +27,7 @@ class ResponseBuilder {
   // SSE: the usage chunk (when asked for) and "data: [DONE]".
   std::string StreamEnd();
   // The complete non-streaming response.
-  nlohmann::json Response();
+  nlohmann::ordered_json Response();
 
  private:
   struct Choice {
@@ -43,15 +43,15 @@ class ResponseBuilder {
     std::optional<HermesToolStream> tools;
   };
 
-  nlohmann::json Usage() const;
-  nlohmann::json ChatLogprobs(const std::vector<TokenLogprobs>& lps) const;
-  nlohmann::json CompletionLogprobs(const std::vector<TokenLogprobs>& lps, size_t* offset) const;
+  nlohmann::ordered_json Usage() const;
+  nlohmann::ordered_json ChatLogprobs(const std::vector<TokenLogprobs>& lps) const;
+  nlohmann::ordered_json CompletionLogprobs(const std::vector<TokenLogprobs>& lps, size_t* offset) const;
   std::string TokenText(int32_t id) const;
-  std::string ChatChunk(const Choice& c, nlohmann::json delta, const nlohmann::json& logprobs,
+  std::string ChatChunk(const Choice& c, nlohmann::ordered_json delta, const nlohmann::ordered_json& logprobs,
                         const char* finish_reason, const std::string& stop_reason) const;
   std::string StreamChat(Choice& c, const RequestOutput& out);
   std::string StreamCompletion(Choice& c, const RequestOutput& out);
-  static std::string Event(const nlohmann::json& j);
+  static std::string Event(const nlohmann::ordered_json& j);
 
   const GenerationRequest& req_;
   const Tokenizer& tokenizer_;

@@ -25,7 +25,7 @@ struct ToolCall {
   std::string id;  // "chatcmpl-tool-<hex>"
   std::string name;
   std::string arguments;          // JSON text
-  nlohmann::json ToJson() const;  // {"id", "type": "function", "function": {...}}
+  nlohmann::ordered_json ToJson() const;  // {"id", "type": "function", "function": {...}}
 };
 
 struct ToolSplit {
@@ -39,7 +39,7 @@ class HermesToolStream {
  public:
   struct Delta {
     std::string content;
-    std::vector<nlohmann::json> tool_call_deltas;  // elements of delta.tool_calls
+    std::vector<nlohmann::ordered_json> tool_call_deltas;  // elements of delta.tool_calls
   };
   Delta Append(std::string_view text);
   Delta Finish();

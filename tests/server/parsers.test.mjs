@@ -151,6 +151,20 @@ describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(
     assert.deepEqual(a.json.tokens, b.json.tokens);
   });
 
+  // Tools reach the template with their keys in the order the client sent them, as vLLM renders
+  // them (transformers' tojson does not sort keys): not alphabetically.
+  test('tool schemas keep their key order in the prompt', async () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object',
+      properties: { zeta: { type: 'string' }, alpha: { type: 'integer' } } } } }];
+    const t = await raw(srv.baseURL, 'POST', '/tokenize',
+      { messages: [{ role: 'user', content: 'hi' }], tools });
+    assert.equal(t.status, 200, t.text);
+    const d = await raw(srv.baseURL, 'POST', '/detokenize', { tokens: t.json.tokens });
+    assert.ok(d.json.prompt.includes('{"type": "function", "function": {"name": "f", "parameters": '
+      + '{"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}}}'),
+    d.json.prompt);
+  });
+
   test('a malformed tool call stays content', async () => {
     const r = await client.chat.completions.create(ask('SCRIPT_BROKEN'));
     assert.match(r.choices[0].message.content, /oops/);

@@ -139,8 +139,29 @@ StatusOr<json> NormalizeMessages(const json& messages) {
 
 namespace {
 
+// tool_choice {"type": "function", "function": {"name": N}}: N's parameters schema, compiled.
+StatusOr<std::shared_ptr<const JsonSchema>> NamedToolSchema(const json& tc, const json& tools,
+                                                            std::string* name) {
+  if ((tc.contains("type") && tc["type"] != "function") || !tc.contains("function") ||
+      !tc["function"].is_object() || !tc["function"].contains("name") ||
+      !tc["function"]["name"].is_string())
+    return InvalidArgument(
+        "tool_choice must be 'none', 'auto', 'required' or {{\"type\": \"function\", "
+        "\"function\": {{\"name\": ...}}}}");
+  *name = tc["function"]["name"].get<std::string>();
+  for (const json& t : tools) {
+    if (t["function"]["name"] != *name) continue;
+    const json& f = t["function"];
+    const json parameters = f.contains("parameters") && !f["parameters"].is_null()
+                                ? f["parameters"]
+                                : json{{"type", "object"}, {"properties", json::object()}};
+    return CompileJsonSchema(parameters, "tool_choice");
+  }
+  return InvalidArgument("tool_choice names the function '{}', which is not in tools", *name);
+}
+
 Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationRequest& r,
-                  bool* include_tools) {
+                  bool* include_tools, std::shared_ptr<const JsonSchema>* forced_tool_schema) {
   *include_tools = false;
   const bool has_tools = body.contains("tools") && !body["tools"].is_null();
   if (has_tools) {
@@ -171,10 +192,16 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
   }
   if (choice == "none") return Status::Ok();
   if (!*include_tools) return InvalidArgument("tool_choice needs a non-empty 'tools' list");
-  if (choice == "required" || choice == "named")
+  if (choice == "named") {
+    // As vLLM: the output is the function's arguments, guided by its parameters schema.
+    XI_ASSIGN_OR_RETURN(*forced_tool_schema,
+                        NamedToolSchema(body["tool_choice"], body["tools"], &r.forced_tool));
+    return Status::Ok();
+  }
+  if (choice == "required")
     return Unimplemented(
-        "tool_choice '{}' needs guided decoding, which xinfer does not support; use 'auto'",
-        choice == "named" ? "function" : choice);
+        "tool_choice 'required' is not supported yet (it needs one guide over every tool's "
+        "arguments); name the function, or use 'auto'");
   if (!ctx.config.enable_auto_tool_choice || ctx.config.tool_call_parser.empty())
     return InvalidArgument(
         "tool_choice \"auto\" requires --enable-auto-tool-choice and --tool-call-parser to be "
@@ -210,7 +237,8 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   if (!body.contains("messages")) return InvalidArgument("messages is required");
   XI_ASSIGN_OR_RETURN(json messages, NormalizeMessages(body["messages"]));
   bool include_tools = false;
-  XI_RETURN_IF_ERROR(CheckTools(body, ctx, r, &include_tools));
+  std::shared_ptr<const JsonSchema> forced_tool_schema;
+  XI_RETURN_IF_ERROR(CheckTools(body, ctx, r, &include_tools, &forced_tool_schema));
   r.parse_reasoning = ctx.config.reasoning_parser == "qwen3";
   // OpenAI chat: `logprobs` is a boolean and top_logprobs needs it.
   if (body.contains("logprobs") && !body["logprobs"].is_null() && !body["logprobs"].is_boolean())
@@ -243,6 +271,15 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   if (!ids.ok()) return ids.status().WithContext("messages");
   if (ids->empty()) return InvalidArgument("messages rendered to an empty prompt");
   XI_RETURN_IF_ERROR(ParseParams(body, ctx, *ids, ctx.defaults, r));
+  if (forced_tool_schema != nullptr) {
+    if (r.params.guided != GuidedDecoding::kNone)
+      return InvalidArgument(
+          "tool_choice naming a function cannot be combined with a JSON response_format or "
+          "guided_json");
+    r.params.guided = GuidedDecoding::kJsonSchema;
+    r.params.json_schema = std::move(forced_tool_schema);
+    XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size));
+  }
   r.prompts.push_back(std::move(*ids));
   return r;
 }

@@ -52,8 +52,11 @@ struct GenerationRequest {
   bool include_usage = false;           // stream_options.include_usage
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats (vLLM)
   bool parse_tool_calls = false;        // tools given, tool_choice auto, hermes parser on
-  bool parse_reasoning = false;         // --reasoning-parser qwen3
-  bool echo = false;                    // completions: prepend the prompt text
+  // tool_choice naming a function: the output is its arguments (guided by its parameters
+  // schema), returned as one call of it with content "" (as vLLM does).
+  std::string forced_tool;
+  bool parse_reasoning = false;  // --reasoning-parser qwen3
+  bool echo = false;             // completions: prepend the prompt text
 };
 
 // The error chat requests get when the model has no chat template.

@@ -168,7 +168,22 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     reasoning = std::move(rd.reasoning);
     content = std::move(rd.content);
   }
-  content = run_tools(std::move(content), out.finished);
+  if (!req_.forced_tool.empty()) {
+    // A named tool_choice: the text is the call's arguments, streamed as tool_calls deltas.
+    if (!content.empty()) {
+      if (c.forced_call_id.empty()) {
+        c.forced_call_id = NewToolCallId();
+        tool_deltas.push_back({{"index", 0},
+                               {"id", c.forced_call_id},
+                               {"type", "function"},
+                               {"function", {{"name", req_.forced_tool}, {"arguments", ""}}}});
+      }
+      tool_deltas.push_back({{"index", 0}, {"function", {{"arguments", content}}}});
+      content.clear();
+    }
+  } else {
+    content = run_tools(std::move(content), out.finished);
+  }
 
   json lps = nullptr;
   if (req_.params.logprobs >= 0 && !out.logprobs.empty()) lps = ChatLogprobs(out.logprobs);
@@ -252,7 +267,13 @@ json ResponseBuilder::Response() {
       content = r.content ? json(*r.content) : json();
     }
     json tool_calls = json::array();
-    if (req_.parse_tool_calls && content.is_string()) {
+    if (!req_.forced_tool.empty()) {
+      // A named tool_choice: the whole text is the call's arguments (vLLM: content "").
+      tool_calls.push_back(ToolCall{NewToolCallId(), req_.forced_tool,
+                                    content.is_string() ? content.get<std::string>() : ""}
+                               .ToJson());
+      content = "";
+    } else if (req_.parse_tool_calls && content.is_string()) {
       ToolSplit t = ParseHermesToolCalls(content.get<std::string>());
       for (const ToolCall& call : t.calls) tool_calls.push_back(call.ToJson());
       if (!t.calls.empty()) {

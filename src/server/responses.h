@@ -41,14 +41,17 @@ class ResponseBuilder {
     size_t text_offset = 0;  // completions logprobs
     std::optional<Qwen3ReasoningStream> reasoning;
     std::optional<HermesToolStream> tools;
+    std::string forced_call_id;  // a named tool_choice's call, once its first delta went out
   };
 
   nlohmann::ordered_json Usage() const;
   nlohmann::ordered_json ChatLogprobs(const std::vector<TokenLogprobs>& lps) const;
-  nlohmann::ordered_json CompletionLogprobs(const std::vector<TokenLogprobs>& lps, size_t* offset) const;
+  nlohmann::ordered_json CompletionLogprobs(const std::vector<TokenLogprobs>& lps,
+                                            size_t* offset) const;
   std::string TokenText(int32_t id) const;
-  std::string ChatChunk(const Choice& c, nlohmann::ordered_json delta, const nlohmann::ordered_json& logprobs,
-                        const char* finish_reason, const std::string& stop_reason) const;
+  std::string ChatChunk(const Choice& c, nlohmann::ordered_json delta,
+                        const nlohmann::ordered_json& logprobs, const char* finish_reason,
+                        const std::string& stop_reason) const;
   std::string StreamChat(Choice& c, const RequestOutput& out);
   std::string StreamCompletion(Choice& c, const RequestOutput& out);
   static std::string Event(const nlohmann::ordered_json& j);

@@ -226,6 +226,35 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     }
   });
 
+  test('tool_choice naming a function: its arguments, guided by its schema, as one call', async () => {
+    const tools = [
+      { type: 'function', function: { name: 'other', parameters: { type: 'object' } } },
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object',
+        properties: { city: { enum: ['Paris', 'Rome'] }, unit: { enum: ['c', 'f'] } },
+        required: ['city', 'unit'] } } }];
+    const req = { model: 'test-model', messages: [{ role: 'user', content: 'Weather?' }], tools,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      temperature: 1.0, seed: 4, max_tokens: 300 };
+    const r = await client.chat.completions.create(req);
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'stop', JSON.stringify(m));
+    assert.equal(m.content, '');
+    assert.equal(m.tool_calls.length, 1);
+    assert.equal(m.tool_calls[0].type, 'function');
+    assert.equal(m.tool_calls[0].function.name, 'get_weather');
+    const args = JSON.parse(m.tool_calls[0].function.arguments);
+    assert.deepEqual(Object.keys(args), ['city', 'unit']);
+    assert.ok(['Paris', 'Rome'].includes(args.city) && ['c', 'f'].includes(args.unit), args);
+    // Streamed: a header delta (id, name) then the arguments, the same text as above.
+    const chunks = await collect(await client.chat.completions.create({ ...req, stream: true }));
+    const deltas = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+    assert.equal(deltas[0].function.name, 'get_weather');
+    assert.match(deltas[0].id, /^chatcmpl-tool-/);
+    assert.equal(deltas.map((d) => d.function.arguments).join(''), m.tool_calls[0].function.arguments);
+    assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), '');
+    assert.equal(chunks.at(-1).choices[0].finish_reason, 'stop');
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

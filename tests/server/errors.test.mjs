@@ -68,6 +68,19 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: 'required' })), 400,
       { param: 'tool_choice' });
     assertError(await post('/v1/chat/completions', chat({ tools: 'x' })), 400, { param: 'tools' });
+    const named = (name) => ({ type: 'function', function: { name } });
+    assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: named('nope') })), 400,
+      { param: 'tool_choice', message: /'nope', which is not in tools/ });
+    assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: { type: 'function' } })),
+      400, { param: 'tool_choice' });
+    const strict = [{ type: 'function', function: { name: 'g',
+      parameters: { type: 'object', properties: { s: { type: 'string', pattern: 'x' } } } } }];
+    assertError(await post('/v1/chat/completions', chat({ tools: strict, tool_choice: named('g') })),
+      400, { param: 'tool_choice', message: /'pattern' is not supported/ });
+    assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: named('f'),
+      response_format: { type: 'json_object' } })), 400, { param: 'tool_choice' });
+    const ok = await post('/v1/chat/completions', chat({ tools, tool_choice: named('f'), max_tokens: 3 }));
+    assert.equal(ok.status, 200, ok.text);
   });
   test('400 for structured output xinfer cannot guide; text, json_object, json_schema accepted', async () => {
     assertError(await post('/v1/chat/completions', chat({ response_format: { type: 'json_schema' } })),

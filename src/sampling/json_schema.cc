@@ -133,6 +133,8 @@ class Compiler {
   // The alternatives of every anyOf must start differently: that is how the matcher picks one
   // with a single state. Filled once every node exists ($ref placeholders included).
   Status FillAlternatives() {
+    for (size_t i = 0; i < out_.nodes.size(); ++i)
+      if (out_.nodes[i].kind == SchemaNode::Kind::kAnyOf) MakeDiscriminatedUnion(i);
     for (SchemaNode& n : out_.nodes) {
       if (n.kind != SchemaNode::Kind::kAnyOf) continue;
       n.alternative_by_first_byte.fill(-1);
@@ -155,6 +157,45 @@ class Compiler {
   }
 
   JsonSchema Take() { return std::move(out_); }
+
+  // An anyOf whose alternatives are all objects led by the same required property with enum /
+  // const values no two alternatives share becomes one object that picks its alternative once
+  // that value is read (SchemaNode::union_alternatives). Anything else is left as it is.
+  void MakeDiscriminatedUnion(size_t id) {
+    const std::vector<int32_t> alternatives = out_.nodes[id].values;
+    if (alternatives.size() < 2) return;
+    std::string key;
+    std::vector<std::string> literals;
+    std::vector<int32_t> owner;
+    std::set<std::string> seen;
+    for (size_t a = 0; a < alternatives.size(); ++a) {
+      const SchemaNode& o = out_.nodes[static_cast<size_t>(alternatives[a])];
+      if (o.kind != SchemaNode::Kind::kObject || o.keys.empty() || (o.required & 1) == 0 ||
+          !o.union_alternatives.empty())
+        return;
+      if (a == 0) key = o.keys[0];
+      if (o.keys[0] != key) return;
+      const SchemaNode& d = out_.nodes[static_cast<size_t>(o.values[0])];
+      if (d.kind != SchemaNode::Kind::kLiterals) return;
+      for (const std::string& l : d.literals) {
+        if (!seen.insert(l).second) return;
+        literals.push_back(l);
+        owner.push_back(static_cast<int32_t>(a));
+      }
+    }
+    if (literals.size() > JsonSchema::kMaxLiterals) return;
+    SchemaNode discriminator;
+    discriminator.kind = SchemaNode::Kind::kLiterals;
+    discriminator.literals = std::move(literals);
+    const int32_t discriminator_id = Add(std::move(discriminator));
+    SchemaNode& n = out_.nodes[id];  // after Add: the vector may have moved
+    n.kind = SchemaNode::Kind::kObject;
+    n.keys = {key};
+    n.values = {discriminator_id};
+    n.required = 1;
+    n.union_alternatives = alternatives;
+    n.union_owner = std::move(owner);
+  }
 
  private:
   int32_t Add(SchemaNode n) {
@@ -273,10 +314,14 @@ class Compiler {
     n.kind = SchemaNode::Kind::kArray;
     for (const char* key : {"minItems", "maxItems"}) {
       if (!s.contains(key)) continue;
-      if (!s[key].is_number_unsigned() || s[key].get<uint64_t>() > (1u << 30))
-        return InvalidArgument("{}: '{}' must be a non-negative integer", what_, key);
+      // Parsed JSON holds it unsigned, a schema built in code signed.
+      const json& v = s[key];
+      const bool valid = v.is_number_unsigned() ? v.get<uint64_t>() <= (1u << 30)
+                                                : v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                                                      v.get<int64_t>() <= (1 << 30);
+      if (!valid) return InvalidArgument("{}: '{}' must be a non-negative integer", what_, key);
       int32_t& bound = std::string_view(key) == "minItems" ? n.min_items : n.max_items;
-      bound = static_cast<int32_t>(s[key].get<uint64_t>());
+      bound = static_cast<int32_t>(v.get<int64_t>());
     }
     if (n.max_items >= 0 && n.min_items > n.max_items)
       return InvalidArgument("{}: minItems {} is larger than maxItems {}", what_, n.min_items,

@@ -2,10 +2,11 @@
 // vLLM's `guided_json`): the subset structured outputs use — objects with properties (in schema
 // order; optional ones may be left out; no other keys), arrays with items and min/maxItems,
 // string / number / integer / boolean / null, enum and const, anyOf / oneOf / type lists whose
-// alternatives start with different characters, $ref into $defs / definitions (recursion
-// included). Annotations (title, description, default, examples, format, ...) are ignored as JSON
-// Schema allows; assertions outside the subset (pattern, minLength, minimum, ...) are refused
-// rather than silently not enforced.
+// alternatives start with different characters or are objects told apart by the value of a
+// shared first property, $ref into $defs / definitions (recursion included). Annotations (title,
+// description, default, examples, format, ...) are ignored as JSON Schema allows; assertions
+// outside the subset (pattern, minLength, minimum, ...) are refused rather than silently not
+// enforced.
 //
 // Immutable once compiled; shared read-only by every sequence that uses it (any thread).
 #pragma once
@@ -43,6 +44,12 @@ struct SchemaNode {
   int32_t max_items = -1;             // -1: no limit
   std::vector<std::string> literals;  // kLiterals: compact JSON text of each allowed value
   std::array<int8_t, 256> alternative_by_first_byte{};  // kAnyOf: index into values, or -1
+  // kObject made of an anyOf of objects that all start with the same required property holding
+  // an enum / const of values no two share (a discriminated union, e.g. tool calls told apart by
+  // "name"): keys / values hold that property alone, with every alternative's values; once the
+  // value is known (literal i), the object goes on as union_alternatives[union_owner[i]].
+  std::vector<int32_t> union_alternatives;
+  std::vector<int32_t> union_owner;
 };
 
 struct JsonSchema {

@@ -33,6 +33,14 @@ bool AnyEndsAt(const std::vector<std::string>& options, uint64_t candidates, int
       return true;
   return false;
 }
+// The candidate exactly `len` bytes long, or -1.
+int EndedAt(const std::vector<std::string>& options, uint64_t candidates, int len) {
+  for (uint64_t c = candidates; c != 0; c &= c - 1) {
+    const int i = std::countr_zero(c);
+    if (static_cast<int>(options[static_cast<size_t>(i)].size()) == len) return i;
+  }
+  return -1;
+}
 bool AllEndAt(const std::vector<std::string>& options, uint64_t candidates, int len) {
   for (uint64_t c = candidates; c != 0; c &= c - 1)
     if (static_cast<int>(options[static_cast<size_t>(std::countr_zero(c))].size()) != len)
@@ -85,6 +93,17 @@ bool SchemaMatcher::Push(int32_t node) {
   return true;
 }
 
+void SchemaMatcher::EndLiteral(int literal) {
+  Pop();
+  if (depth_ == 0) return;
+  // The discriminator of a union object: the object goes on as the alternative it names.
+  Frame& parent = frames_[static_cast<size_t>(depth_ - 1)];
+  const SchemaNode& p = node(parent);
+  if (!p.union_alternatives.empty())
+    parent.node =
+        p.union_alternatives[static_cast<size_t>(p.union_owner[static_cast<size_t>(literal)])];
+}
+
 bool SchemaMatcher::StartValue(Frame& f, uint8_t byte) {
   const SchemaNode& n = node(f);
   switch (n.kind) {
@@ -111,7 +130,7 @@ bool SchemaMatcher::StartValue(Frame& f, uint8_t byte) {
       if (f.candidates == 0) return false;
       f.phase = Phase::kLiteral;
       f.pos = 1;
-      if (AllEndAt(n.literals, f.candidates, 1)) Pop();
+      if (AllEndAt(n.literals, f.candidates, 1)) EndLiteral(std::countr_zero(f.candidates));
       return true;
     }
     case SchemaNode::Kind::kString:
@@ -178,12 +197,13 @@ bool SchemaMatcher::Advance(uint8_t byte) {
         if (keep != 0) {
           f.candidates = keep;
           ++f.pos;
-          if (AllEndAt(n.literals, keep, f.pos)) Pop();
+          if (AllEndAt(n.literals, keep, f.pos)) EndLiteral(std::countr_zero(keep));
           return true;
         }
         // A literal that ended before this byte (a number of an enum such as [1, 12]).
-        if (!AnyEndsAt(n.literals, f.candidates, f.pos)) return false;
-        Pop();
+        const int ended = EndedAt(n.literals, f.candidates, f.pos);
+        if (ended < 0) return false;
+        EndLiteral(ended);
         continue;
       }
       default:

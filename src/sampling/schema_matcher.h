@@ -58,6 +58,9 @@ class SchemaMatcher {
   bool StartValue(Frame& f, uint8_t byte);
   bool Push(int32_t node);
   void Pop() { --depth_; }
+  // An enum / const value ended as literal `literal` of its node: pop it, and let a union object
+  // that it discriminates go on as the alternative it names.
+  void EndLiteral(int literal);
   bool Whitespace() { return ++ws_run_ <= JsonMatcher::kMaxWhitespaceRun; }
   // Keys that may come next in an object whose properties before `next` are done: each from
   // `next` on, up to the first required one.

@@ -100,6 +100,38 @@ TEST(SchemaMatcherTest, ArraysHonourMinAndMaxItems) {
   EXPECT_EQ(Check(*schema, "[null]"), 1);
 }
 
+// Objects told apart by the value of a shared first property (vLLM's schema for tool_choice
+// "required": a list of {"name": one tool, "parameters": its arguments}): the arguments follow the
+// schema of the tool the name picked.
+TEST(SchemaMatcherTest, DiscriminatedUnionOfObjects) {
+  auto schema = Compile(R"({"type": "array", "minItems": 1, "items": {"type": "object", "anyOf": [
+      {"properties": {"name": {"type": "string", "enum": ["get_weather"]},
+                      "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                     "required": ["city"]}},
+       "required": ["name", "parameters"]},
+      {"properties": {"name": {"enum": ["get_time", "get_date"]},
+                      "parameters": {"type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}},
+                                     "required": ["tz"]}},
+       "required": ["name", "parameters"]}]}})");
+  ASSERT_NE(schema, nullptr);
+  EXPECT_EQ(Check(*schema, R"([{"name":"get_weather","parameters":{"city":"x"}}])"), -1);
+  EXPECT_EQ(Check(*schema, R"([{"name": "get_time", "parameters": {"tz": "UTC"}},)"
+                           R"( {"name": "get_weather", "parameters": {"city": "Rome"}}])"),
+            -1);
+  EXPECT_EQ(Check(*schema, R"([{"name":"get_date","parameters":{"tz":"CET"}}])"), -1);
+  EXPECT_EQ(Check(*schema, R"([{"name":"get_time","parameters":{"city":"x"}}])"), 35);
+  EXPECT_EQ(Check(*schema, R"([{"name":"get_weather","parameters":{"tz":"UTC"}}])"), 38);
+  EXPECT_EQ(Check(*schema, R"([{"name":"get_other"})"), 14);
+  EXPECT_EQ(Check(*schema, R"([{"parameters":{}}])"), 3);
+  EXPECT_EQ(Check(*schema, "[]"), 1);
+  // Values shared between alternatives cannot tell them apart: refused.
+  auto shared = CompileJsonSchema(json::parse(R"({"anyOf": [
+      {"type": "object", "properties": {"k": {"const": "a"}}, "required": ["k"]},
+      {"type": "object", "properties": {"k": {"enum": ["a", "b"]}}, "required": ["k"]}]})"),
+                                  "schema");
+  EXPECT_FALSE(shared.ok());
+}
+
 TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type":"string","pattern":"a+"})", "'pattern' is not supported"},
@@ -108,6 +140,8 @@ TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
       {R"({"$ref":"#/$defs/missing"})", "does not name a schema"},
       {R"({"type":"object","additionalProperties":{"type":"string"}})", "keys are free"},
       {R"({"type":"array","minItems":3,"maxItems":2})", "minItems 3 is larger than maxItems 2"},
+      {R"({"type":"array","minItems":-1})", "'minItems' must be a non-negative integer"},
+      {R"({"type":"array","maxItems":1.5})", "'maxItems' must be a non-negative integer"},
       {R"({"type":"float"})", "unknown type 'float'"},
       {R"("string")", "must be an object or a boolean"},
       {R"({"allOf":[{"type":"string"},{"type":"null"}]})", "'allOf' with other than one"},

@@ -87,12 +87,13 @@ std::string ParamOf(const std::string& message) {
 }  // namespace
 
 std::string ErrorBody(int http_status, const std::string& message, const std::string& param) {
-  nlohmann::ordered_json e = {{"message", message},
-                      {"type", TypeFor(http_status)},
-                      {"param", param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param)},
-                      {"code", http_status}};
-  return nlohmann::ordered_json{{"error", e}}.dump(-1, ' ', false,
-                                           nlohmann::ordered_json::error_handler_t::replace);
+  nlohmann::ordered_json e = {
+      {"message", message},
+      {"type", TypeFor(http_status)},
+      {"param", param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param)},
+      {"code", http_status}};
+  return nlohmann::ordered_json{{"error", e}}.dump(
+      -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 ErrorResponse MakeError(int http_status, const std::string& message, const std::string& param) {

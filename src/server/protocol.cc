@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <random>
+#include <set>
 
 #include "base/json_int32.h"
 #include "engine/request_json.h"
@@ -160,6 +161,30 @@ StatusOr<std::shared_ptr<const JsonSchema>> NamedToolSchema(const json& tc, cons
   return InvalidArgument("tool_choice names the function '{}', which is not in tools", *name);
 }
 
+// tool_choice "required": vLLM's schema, an array of at least one call of any of the tools, each
+// {"name": its name, "parameters": arguments following its parameters schema}.
+StatusOr<std::shared_ptr<const JsonSchema>> RequiredToolsSchema(const json& tools) {
+  json calls = json::array();
+  std::set<std::string> names;
+  for (const json& t : tools) {
+    const json& f = t["function"];
+    const std::string name = f["name"].get<std::string>();
+    if (!names.insert(name).second)
+      return InvalidArgument("tools: the function name '{}' is given twice", name);
+    json call = {{"type", "object"},
+                 {"properties",
+                  {{"name", {{"type", "string"}, {"enum", {name}}}},
+                   {"parameters", f.contains("parameters") && !f["parameters"].is_null()
+                                      ? f["parameters"]
+                                      : json{{"type", "object"}, {"properties", json::object()}}}}},
+                 {"required", {"name", "parameters"}}};
+    calls.push_back(std::move(call));
+  }
+  const json items = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
+  return CompileJsonSchema(json{{"type", "array"}, {"minItems", 1}, {"items", items}},
+                           "tool_choice");
+}
+
 Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationRequest& r,
                   bool* include_tools, std::shared_ptr<const JsonSchema>* forced_tool_schema) {
   *include_tools = false;
@@ -198,10 +223,12 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
                         NamedToolSchema(body["tool_choice"], body["tools"], &r.forced_tool));
     return Status::Ok();
   }
-  if (choice == "required")
-    return Unimplemented(
-        "tool_choice 'required' is not supported yet (it needs one guide over every tool's "
-        "arguments); name the function, or use 'auto'");
+  if (choice == "required") {
+    // As vLLM: a list of one or more {"name": N, "parameters": N's arguments}, N among the tools.
+    XI_ASSIGN_OR_RETURN(*forced_tool_schema, RequiredToolsSchema(body["tools"]));
+    r.tools_required = true;
+    return Status::Ok();
+  }
   if (!ctx.config.enable_auto_tool_choice || ctx.config.tool_call_parser.empty())
     return InvalidArgument(
         "tool_choice \"auto\" requires --enable-auto-tool-choice and --tool-call-parser to be "
@@ -274,8 +301,8 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   if (forced_tool_schema != nullptr) {
     if (r.params.guided != GuidedDecoding::kNone)
       return InvalidArgument(
-          "tool_choice naming a function cannot be combined with a JSON response_format or "
-          "guided_json");
+          "tool_choice naming a function, or 'required', cannot be combined with a JSON "
+          "response_format or guided_json");
     r.params.guided = GuidedDecoding::kJsonSchema;
     r.params.json_schema = std::move(forced_tool_schema);
     XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size));

@@ -55,6 +55,9 @@ struct GenerationRequest {
   // tool_choice naming a function: the output is its arguments (guided by its parameters
   // schema), returned as one call of it with content "" (as vLLM does).
   std::string forced_tool;
+  // tool_choice "required": the output is a JSON list of {"name", "parameters"} (guided), returned
+  // as those tool calls (as vLLM does).
+  bool tools_required = false;
   bool parse_reasoning = false;  // --reasoning-parser qwen3
   bool echo = false;             // completions: prepend the prompt text
 };

@@ -168,7 +168,26 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     reasoning = std::move(rd.reasoning);
     content = std::move(rd.content);
   }
-  if (!req_.forced_tool.empty()) {
+  if (req_.tools_required) {
+    // tool_choice "required": the list is parsed whole once the output ends.
+    c.text += content;
+    content.clear();
+    if (out.finished) {
+      if (auto calls = ParseRequiredToolCalls(c.text)) {
+        for (size_t i = 0; i < calls->size(); ++i) {
+          const ToolCall& call = (*calls)[i];
+          tool_deltas.push_back({{"index", i},
+                                 {"id", call.id},
+                                 {"type", "function"},
+                                 {"function", {{"name", call.name}, {"arguments", ""}}}});
+          tool_deltas.push_back({{"index", i}, {"function", {{"arguments", call.arguments}}}});
+        }
+        c.required_calls = static_cast<int>(calls->size());
+      } else {
+        content = c.text;  // not a whole list (cut short): the text, as content
+      }
+    }
+  } else if (!req_.forced_tool.empty()) {
     // A named tool_choice: the text is the call's arguments, streamed as tool_calls deltas.
     if (!content.empty()) {
       if (c.forced_call_id.empty()) {
@@ -200,7 +219,8 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     s += ChatChunk(c, {{"tool_calls", json::array({t})}}, nullptr, nullptr, "");
   if (out.finished) {
     std::string reason = out.finish_reason;
-    if (c.tools && c.tools->num_calls() > 0 && reason == "stop") reason = "tool_calls";
+    if (((c.tools && c.tools->num_calls() > 0) || c.required_calls > 0) && reason == "stop")
+      reason = "tool_calls";
     c.finish_reason = reason;
     s += ChatChunk(c, json::object(), nullptr, c.finish_reason.c_str(), out.stop_reason);
   }
@@ -273,6 +293,12 @@ json ResponseBuilder::Response() {
                                     content.is_string() ? content.get<std::string>() : ""}
                                .ToJson());
       content = "";
+    } else if (req_.tools_required && content.is_string()) {
+      if (auto calls = ParseRequiredToolCalls(content.get<std::string>())) {
+        for (const ToolCall& call : *calls) tool_calls.push_back(call.ToJson());
+        content = "";
+        if (reason == "stop") reason = "tool_calls";
+      }
     } else if (req_.parse_tool_calls && content.is_string()) {
       ToolSplit t = ParseHermesToolCalls(content.get<std::string>());
       for (const ToolCall& call : t.calls) tool_calls.push_back(call.ToJson());

@@ -42,6 +42,7 @@ class ResponseBuilder {
     std::optional<Qwen3ReasoningStream> reasoning;
     std::optional<HermesToolStream> tools;
     std::string forced_call_id;  // a named tool_choice's call, once its first delta went out
+    int required_calls = 0;      // tool_choice "required": the calls streamed at the end
   };
 
   nlohmann::ordered_json Usage() const;

@@ -24,7 +24,7 @@ namespace xinfer::server {
 struct ToolCall {
   std::string id;  // "chatcmpl-tool-<hex>"
   std::string name;
-  std::string arguments;          // JSON text
+  std::string arguments;                  // JSON text
   nlohmann::ordered_json ToJson() const;  // {"id", "type": "function", "function": {...}}
 };
 
@@ -34,6 +34,11 @@ struct ToolSplit {
 };
 
 ToolSplit ParseHermesToolCalls(std::string_view text);
+
+// tool_choice "required" output: a JSON list of {"name": string, "parameters": value}; the calls
+// (arguments: the parameters as JSON text), or nullopt when the text is not such a list (e.g. cut
+// short by max_tokens).
+std::optional<std::vector<ToolCall>> ParseRequiredToolCalls(std::string_view text);
 
 class HermesToolStream {
  public:

@@ -255,6 +255,43 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.equal(chunks.at(-1).choices[0].finish_reason, 'stop');
   });
 
+  test('tool_choice "required": one or more calls of the tools, each following its schema', async () => {
+    const tools = [
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object',
+        properties: { city: { enum: ['Paris', 'Rome'] } }, required: ['city'] } } },
+      { type: 'function', function: { name: 'get_time', parameters: { type: 'object',
+        properties: { tz: { enum: ['UTC', 'CET'] } }, required: ['tz'] } } }];
+    const schemas = { get_weather: ['city', ['Paris', 'Rome']], get_time: ['tz', ['UTC', 'CET']] };
+    // Closing brackets and the end favoured wherever the guide allows them: the list ends within
+    // a few dozen tokens whatever the random model's logits.
+    const ids = async (prompt) => (await raw(srv.baseURL, 'POST', '/tokenize',
+      { prompt, add_special_tokens: false })).json.tokens;
+    const logit_bias = {};
+    for (const piece of ['}', ']', '}]', '<|im_end|>'])
+      for (const id of await ids(piece)) logit_bias[id] = 30;
+    const req = { model: 'test-model', messages: [{ role: 'user', content: 'Help' }], tools,
+      tool_choice: 'required', temperature: 1.0, seed: 3, max_tokens: 300, logit_bias };
+    const r = await client.chat.completions.create(req);
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'tool_calls', JSON.stringify(m));
+    assert.equal(m.content, '');
+    assert.ok(m.tool_calls.length >= 1);
+    for (const call of m.tool_calls) {
+      const [key, values] = schemas[call.function.name];
+      const args = JSON.parse(call.function.arguments);
+      assert.deepEqual(Object.keys(args), [key]);
+      assert.ok(values.includes(args[key]), call.function.arguments);
+    }
+    // Streamed: the same calls, as tool_calls deltas at the end.
+    const chunks = await collect(await client.chat.completions.create({ ...req, stream: true }));
+    const deltas = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+    assert.deepEqual(deltas.filter((d) => d.function.name).map((d) => d.function.name),
+      m.tool_calls.map((c) => c.function.name));
+    assert.equal(deltas.filter((d) => !d.function.name).map((d) => d.function.arguments).join(''),
+      m.tool_calls.map((c) => c.function.arguments).join(''));
+    assert.equal(chunks.at(-1).choices[0].finish_reason, 'tool_calls');
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

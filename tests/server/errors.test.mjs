@@ -61,12 +61,13 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     assertError(await post('/v1/chat/completions', chat({ stream_options: { include_usage: true } })),
       400, { param: 'stream_options' });
   });
-  test('400 tool_choice auto without --enable-auto-tool-choice; required unsupported', async () => {
+  test('400 tool_choice auto without --enable-auto-tool-choice, unknown or duplicate functions', async () => {
     const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
     assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: 'auto' })), 400,
       { message: /enable-auto-tool-choice/ });
-    assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: 'required' })), 400,
-      { param: 'tool_choice' });
+    const dup = [...tools, ...tools];
+    assertError(await post('/v1/chat/completions', chat({ tools: dup, tool_choice: 'required' })), 400,
+      { param: 'tools', message: /given twice/ });
     assertError(await post('/v1/chat/completions', chat({ tools: 'x' })), 400, { param: 'tools' });
     const named = (name) => ({ type: 'function', function: { name } });
     assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: named('nope') })), 400,

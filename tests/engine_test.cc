@@ -165,6 +165,39 @@ TEST(EngineTest, TextEndingInsideACharacterKeepsItsBytesAsReplacements) {
   EXPECT_EQ(stopped.text, "");
 }
 
+// Guided JSON on the engine: a model whose vocabulary cannot write '{' (the TinyStories one) is
+// refused up front instead of padding whitespace until no token is left; on Qwen3's vocabulary
+// a greedy guided output that ends is a JSON object.
+TEST(EngineTest, GuidedJsonNeedsAVocabularyThatCanWriteIt) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  EngineConfig small = BaseConfig("tinystories-656k");
+  small.max_model_len = 512;
+  auto stories = MakeEngine(small);
+  ASSERT_NE(stories, nullptr);
+  SamplingParams p = Greedy(16);
+  p.ignore_eos = false;
+  p.guided = GuidedDecoding::kJsonObject;
+  const Status refused = stories->AddRequest("r", {{1, 80}, p});
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("no token that can begin the JSON value"), std::string::npos)
+      << refused.ToString();
+  EXPECT_EQ(stories->stats().num_waiting, 0);
+
+  auto qwen = MakeEngine(BaseConfig("tiny-qwen3"));
+  ASSERT_NE(qwen, nullptr);
+  const Tokenizer& tok = qwen->tokenizer();
+  const std::optional<int32_t> open = tok.TokenToId("{"), close = tok.TokenToId("}");
+  ASSERT_TRUE(open.has_value() && close.has_value());
+  // '{', '}' and the end favoured: the guide allows them in that order only.
+  p.logit_bias = {{*close, 20.f}, {*open, 20.f}};
+  for (int32_t eos : qwen->eos_token_ids()) p.logit_bias.emplace_back(eos, 20.f);
+  ASSERT_TRUE(qwen->AddRequest("q", {{*open}, p}).ok());
+  const Completed out = RunToCompletion(*qwen)["q/0"];
+  EXPECT_EQ(out.text, "{}");
+  EXPECT_EQ(out.finish_reason, "stop");
+}
+
 // --kv-cache-dtype: a BF16 cache holds twice the blocks in the same memory; auto follows --dtype
 // (vLLM's auto is the compute dtype); --dtype bfloat16's BF16 weights leave more of a budget to it;
 // fp8 and unknown names are refused with a clear message.

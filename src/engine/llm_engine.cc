@@ -125,6 +125,10 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
       bytes[static_cast<size_t>(id)] = tokenizer_->TokenBytes(id);
     token_vocabulary_ = std::make_shared<const TokenVocabulary>(std::move(bytes));
   }
+  if (request.params.guided != GuidedDecoding::kNone &&
+      !NewGuide(request.params.guided, request.params.json_schema, token_vocabulary_)->CanBegin())
+    return InvalidArgument(
+        "response_format: the model's vocabulary has no token that can begin the JSON value");
   std::vector<std::string> ids;
   for (int i = 0; i < request.params.n; ++i) {
     std::string sid = request.params.n == 1 ? id : id + "/" + std::to_string(i);

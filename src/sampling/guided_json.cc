@@ -41,6 +41,16 @@ class MatcherGuide final : public Guide {
   Status CatchUp(std::span<const int32_t> output_ids) override;
   void Mask(std::span<float> logits, std::span<const int32_t> end_ids) const override;
   bool complete() const override { return matcher_.complete(); }
+  bool CanBegin() const override {
+    const TokenVocabulary& v = *vocabulary_;
+    for (size_t id = 0; id < v.size(); ++id) {
+      const std::string& b = v.bytes(id);
+      if (b.find_first_not_of(" \t\n\r") == std::string::npos) continue;  // empty or whitespace
+      Matcher m = matcher_;
+      if (m.Advance(b)) return true;
+    }
+    return false;
+  }
 
  private:
   std::shared_ptr<const TokenVocabulary> vocabulary_;
@@ -61,6 +71,7 @@ class SchemaGuide final : public Guide {
     guide_.Mask(logits, end_ids);
   }
   bool complete() const override { return guide_.complete(); }
+  bool CanBegin() const override { return guide_.CanBegin(); }
 
  private:
   std::shared_ptr<const JsonSchema> schema_;
@@ -127,6 +138,19 @@ void MatcherGuide<Matcher>::Mask(std::span<float> logits, std::span<const int32_
 }
 
 }  // namespace
+
+std::unique_ptr<Guide> NewGuide(GuidedDecoding kind, std::shared_ptr<const JsonSchema> schema,
+                                std::shared_ptr<const TokenVocabulary> vocabulary) {
+  switch (kind) {
+    case GuidedDecoding::kNone:
+      return nullptr;
+    case GuidedDecoding::kJsonObject:
+      return NewJsonObjectGuide(std::move(vocabulary));
+    case GuidedDecoding::kJsonSchema:
+      return NewJsonSchemaGuide(std::move(vocabulary), std::move(schema));
+  }
+  return nullptr;
+}
 
 std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary) {
   return std::make_unique<MatcherGuide<JsonMatcher>>(std::move(vocabulary), JsonMatcher());

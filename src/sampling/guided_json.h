@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "sampling/json_schema.h"
+#include "sampling/sampling_params.h"
 
 namespace xinfer {
 
@@ -50,8 +51,15 @@ class Guide {
   // their logits once the value is complete, and are masked before.
   virtual void Mask(std::span<float> logits, std::span<const int32_t> end_ids) const = 0;
   virtual bool complete() const = 0;
+  // Some token with a byte other than whitespace can come now: false when the vocabulary cannot
+  // write the value at all (a model without '{', say), which would otherwise only pad the output
+  // with whitespace until no token is left.
+  virtual bool CanBegin() const = 0;
 };
 
+// The guide `kind` asks for (kJsonSchema: of `schema`); null for kNone.
+std::unique_ptr<Guide> NewGuide(GuidedDecoding kind, std::shared_ptr<const JsonSchema> schema,
+                                std::shared_ptr<const TokenVocabulary> vocabulary);
 // One JSON object (response_format json_object): JsonMatcher.
 std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary);
 // One value of `schema` (response_format json_schema): SchemaMatcher.

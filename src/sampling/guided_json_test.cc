@@ -111,6 +111,18 @@ TEST(GuidedJsonObjectTest, PlainStringTextIsWholeCharactersWithoutQuotesOrEscape
             (std::vector<bool>{true, true, true, true, true, true, false, false, true, true}));
 }
 
+// A vocabulary that cannot write '{' cannot begin an object: whitespace alone does not count.
+TEST(GuidedJsonObjectTest, CanBeginNeedsATokenThatStartsTheValue) {
+  EXPECT_TRUE(NewJsonObjectGuide(Vocabulary())->CanBegin());
+  auto braceless = std::make_shared<const TokenVocabulary>(
+      std::vector<std::string>{"a", " ", "\n\n", "}", "", "\"x\""});
+  EXPECT_FALSE(NewJsonObjectGuide(braceless)->CanBegin());
+  // " {" (sentencepiece's "▁{") begins one.
+  auto spaced = std::make_shared<const TokenVocabulary>(std::vector<std::string>{"a", " {"});
+  EXPECT_TRUE(NewJsonObjectGuide(spaced)->CanBegin());
+  EXPECT_EQ(NewGuide(GuidedDecoding::kNone, nullptr, spaced), nullptr);
+}
+
 TEST(GuidedJsonObjectTest, IgnoreEosIsRefused) {
   SamplingParams p;
   p.guided = GuidedDecoding::kJsonObject;

@@ -140,6 +140,13 @@ StatusOr<json> NormalizeMessages(const json& messages) {
 
 namespace {
 
+// A tool's arguments schema: its `parameters`, or an object without properties when absent.
+json ParametersOf(const json& function) {
+  if (function.contains("parameters") && !function["parameters"].is_null())
+    return function["parameters"];
+  return json{{"type", "object"}, {"properties", json::object()}};
+}
+
 // tool_choice {"type": "function", "function": {"name": N}}: N's parameters schema, compiled.
 StatusOr<std::shared_ptr<const JsonSchema>> NamedToolSchema(const json& tc, const json& tools,
                                                             std::string* name) {
@@ -152,11 +159,7 @@ StatusOr<std::shared_ptr<const JsonSchema>> NamedToolSchema(const json& tc, cons
   *name = tc["function"]["name"].get<std::string>();
   for (const json& t : tools) {
     if (t["function"]["name"] != *name) continue;
-    const json& f = t["function"];
-    const json parameters = f.contains("parameters") && !f["parameters"].is_null()
-                                ? f["parameters"]
-                                : json{{"type", "object"}, {"properties", json::object()}};
-    return CompileJsonSchema(parameters, "tool_choice");
+    return CompileJsonSchema(ParametersOf(t["function"]), "tool_choice");
   }
   return InvalidArgument("tool_choice names the function '{}', which is not in tools", *name);
 }
@@ -171,13 +174,11 @@ StatusOr<std::shared_ptr<const JsonSchema>> RequiredToolsSchema(const json& tool
     const std::string name = f["name"].get<std::string>();
     if (!names.insert(name).second)
       return InvalidArgument("tools: the function name '{}' is given twice", name);
-    json call = {{"type", "object"},
-                 {"properties",
-                  {{"name", {{"type", "string"}, {"enum", {name}}}},
-                   {"parameters", f.contains("parameters") && !f["parameters"].is_null()
-                                      ? f["parameters"]
-                                      : json{{"type", "object"}, {"properties", json::object()}}}}},
-                 {"required", {"name", "parameters"}}};
+    json call = {
+        {"type", "object"},
+        {"properties",
+         {{"name", {{"type", "string"}, {"enum", {name}}}}, {"parameters", ParametersOf(f)}}},
+        {"required", {"name", "parameters"}}};
     calls.push_back(std::move(call));
   }
   const json items = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};

@@ -176,11 +176,8 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
       if (auto calls = ParseRequiredToolCalls(c.text)) {
         for (size_t i = 0; i < calls->size(); ++i) {
           const ToolCall& call = (*calls)[i];
-          tool_deltas.push_back({{"index", i},
-                                 {"id", call.id},
-                                 {"type", "function"},
-                                 {"function", {{"name", call.name}, {"arguments", ""}}}});
-          tool_deltas.push_back({{"index", i}, {"function", {{"arguments", call.arguments}}}});
+          tool_deltas.push_back(call.HeaderDelta(static_cast<int>(i)));
+          tool_deltas.push_back(ToolCall::ArgumentsDelta(static_cast<int>(i), call.arguments));
         }
         c.required_calls = static_cast<int>(calls->size());
       } else {
@@ -192,12 +189,9 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     if (!content.empty()) {
       if (c.forced_call_id.empty()) {
         c.forced_call_id = NewToolCallId();
-        tool_deltas.push_back({{"index", 0},
-                               {"id", c.forced_call_id},
-                               {"type", "function"},
-                               {"function", {{"name", req_.forced_tool}, {"arguments", ""}}}});
+        tool_deltas.push_back(ToolCall{c.forced_call_id, req_.forced_tool, ""}.HeaderDelta(0));
       }
-      tool_deltas.push_back({{"index", 0}, {"function", {{"arguments", content}}}});
+      tool_deltas.push_back(ToolCall::ArgumentsDelta(0, content));
       content.clear();
     }
   } else {

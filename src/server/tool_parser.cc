@@ -63,6 +63,17 @@ std::optional<std::vector<ToolCall>> ParseRequiredToolCalls(std::string_view tex
   return calls;
 }
 
+json ToolCall::HeaderDelta(int index) const {
+  return {{"index", index},
+          {"id", id},
+          {"type", "function"},
+          {"function", {{"name", name}, {"arguments", ""}}}};
+}
+
+json ToolCall::ArgumentsDelta(int index, std::string_view arguments) {
+  return {{"index", index}, {"function", {{"arguments", arguments}}}};
+}
+
 ToolSplit ParseHermesToolCalls(std::string_view text) {
   ToolSplit r;
   const size_t first = text.find(kOpen);
@@ -93,11 +104,8 @@ void HermesToolStream::EmitCall(std::string_view block, Delta& d) {
     return;
   }
   const int index = num_calls_++;
-  d.tool_call_deltas.push_back({{"index", index},
-                                {"id", call->id},
-                                {"type", "function"},
-                                {"function", {{"name", call->name}, {"arguments", ""}}}});
-  d.tool_call_deltas.push_back({{"index", index}, {"function", {{"arguments", call->arguments}}}});
+  d.tool_call_deltas.push_back(call->HeaderDelta(index));
+  d.tool_call_deltas.push_back(ToolCall::ArgumentsDelta(index, call->arguments));
 }
 
 HermesToolStream::Delta HermesToolStream::Append(std::string_view text) {

@@ -26,6 +26,10 @@ struct ToolCall {
   std::string name;
   std::string arguments;                  // JSON text
   nlohmann::ordered_json ToJson() const;  // {"id", "type": "function", "function": {...}}
+  // OpenAI's streamed form, as elements of delta.tool_calls: the first names the call (its
+  // arguments ""), the next ones carry the arguments' text.
+  nlohmann::ordered_json HeaderDelta(int index) const;
+  static nlohmann::ordered_json ArgumentsDelta(int index, std::string_view arguments);
 };
 
 struct ToolSplit {

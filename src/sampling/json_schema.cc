@@ -130,17 +130,22 @@ class Compiler {
     return Add(n);
   }
 
-  // The alternatives of every anyOf must start differently: that is how the matcher picks one
-  // with a single state. Filled once every node exists ($ref placeholders included).
+  // Every node's first bytes, and the alternative of every anyOf by first byte (they must start
+  // differently: that is how the matcher picks one with a single state). Filled once every node
+  // exists ($ref placeholders included).
   Status FillAlternatives() {
     for (size_t i = 0; i < out_.nodes.size(); ++i)
       if (out_.nodes[i].kind == SchemaNode::Kind::kAnyOf) MakeDiscriminatedUnion(i);
+    for (size_t i = 0; i < out_.nodes.size(); ++i) {
+      std::set<int32_t> visiting;
+      XI_ASSIGN_OR_RETURN(out_.nodes[i].first_bytes,
+                          FirstBytesOf(static_cast<int32_t>(i), visiting));
+    }
     for (SchemaNode& n : out_.nodes) {
       if (n.kind != SchemaNode::Kind::kAnyOf) continue;
       n.alternative_by_first_byte.fill(-1);
       for (size_t a = 0; a < n.values.size(); ++a) {
-        std::set<int32_t> visiting;
-        XI_ASSIGN_OR_RETURN(FirstBytes first, FirstBytesOf(n.values[a], visiting));
+        const FirstBytes& first = out_.nodes[static_cast<size_t>(n.values[a])].first_bytes;
         for (int b = 0; b < 256; ++b) {
           if (!first[static_cast<size_t>(b)]) continue;
           int8_t& slot = n.alternative_by_first_byte[static_cast<size_t>(b)];

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,7 @@ struct SchemaNode {
   int32_t min_items = 0;
   int32_t max_items = -1;             // -1: no limit
   std::vector<std::string> literals;  // kLiterals: compact JSON text of each allowed value
+  std::bitset<256> first_bytes;       // the bytes a value of this node can start with
   std::array<int8_t, 256> alternative_by_first_byte{};  // kAnyOf: index into values, or -1
   // kObject made of an anyOf of objects that all start with the same required property holding
   // an enum / const of values no two share (a discriminated union, e.g. tool calls told apart by

@@ -133,21 +133,8 @@ bool SchemaMatcher::StartValue(Frame& f, uint8_t byte) {
       if (AllEndAt(n.literals, f.candidates, 1)) EndLiteral(std::countr_zero(f.candidates));
       return true;
     }
-    case SchemaNode::Kind::kString:
-      if (byte != '"') return false;
-      break;
-    case SchemaNode::Kind::kNumber:
-    case SchemaNode::Kind::kInteger:
-      if (byte != '-' && (byte < '0' || byte > '9')) return false;
-      break;
-    case SchemaNode::Kind::kBoolean:
-      if (byte != 't' && byte != 'f') return false;
-      break;
-    case SchemaNode::Kind::kNull:
-      if (byte != 'n') return false;
-      break;
-    case SchemaNode::Kind::kAny:
-      if (n.any_open != 0 && byte != static_cast<uint8_t>(n.any_open)) return false;
+    default:  // string, number, integer, boolean, null, any
+      if (!n.first_bytes[byte]) return false;
       break;
   }
   // A leaf: the JsonMatcher of one value lexes it.

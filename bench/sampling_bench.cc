@@ -1,7 +1,8 @@
-// Cost of guided JSON decoding per sequence per step: Guide::Mask (json_object, json_schema) over
-// the Qwen3 vocabulary (151,669 tokens, from ../shared/models/tiny-qwen3) in the states that bound
-// it — before the object, inside a string (nearly every token continues it: the worst case), after
-// a value — next to the unguided Sampler::Sample it adds to.
+// Cost of guided decoding per sequence per step: Guide::Mask (json_object, json_schema, regex /
+// choice) over the Qwen3 vocabulary (151,669 tokens, from ../shared/models/tiny-qwen3) in the
+// states that bound it — before the object, inside a string (nearly every token continues it: the
+// worst case), after a value; a regex state's first visit and its cached visits — next to the
+// unguided Sampler::Sample it adds to.
 //   build/bin/sampling_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "sampling/guided_json.h"
+#include "sampling/guided_regex.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -95,6 +97,33 @@ void BM_GuidedSchemaMask(benchmark::State& state) {
   state.SetLabel(kLabels[state.range(0)]);
 }
 BENCHMARK(BM_GuidedSchemaMask)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
+
+// guided_regex / guided_choice. state.range(0): the expression; range(1): 1 times a state's first
+// visit (a new guide each time: every token walked), 0 a visit of a state already seen (cached).
+void BM_GuidedRegexMask(benchmark::State& state) {
+  if (QwenVocabulary()->size() == 0)
+    return state.SkipWithError("../shared/models/tiny-qwen3 absent");
+  static const char* kPatterns[] = {".{0,200}", "[0-9]{3}-[a-z]+", "(Positive|Negative|Neutral)"};
+  auto dfa = RegexDfa::FromPattern(kPatterns[state.range(0)], "bench");
+  if (!dfa.ok()) return state.SkipWithError("regex");
+  const std::vector<float> logits = RandomLogits();
+  const std::vector<int32_t> ends = {151643, 151645};
+  std::vector<float> scratch;
+  auto guide = NewRegexGuide(QwenVocabulary(), *dfa);
+  for (auto _ : state) {
+    if (state.range(1) == 1) {
+      state.PauseTiming();
+      guide = NewRegexGuide(QwenVocabulary(), *dfa);
+      state.ResumeTiming();
+    }
+    scratch = logits;
+    guide->Mask(scratch, ends);
+    benchmark::DoNotOptimize(scratch.data());
+  }
+  state.SetLabel(std::string(kPatterns[state.range(0)]) +
+                 (state.range(1) == 1 ? ", first visit" : ", cached"));
+}
+BENCHMARK(BM_GuidedRegexMask)->ArgsProduct({{0, 1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 // The unguided step the mask adds to: temperature 1, top-p 0.9.
 void BM_Sample(benchmark::State& state) {

@@ -2,7 +2,9 @@
 // sampling and the per-request parameters, all checked on token ids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <regex>
 
 #include "engine_test_util.h"
 #include "test_util.h"
@@ -196,6 +198,50 @@ TEST(EngineTest, GuidedJsonNeedsAVocabularyThatCanWriteIt) {
   const Completed out = RunToCompletion(*qwen)["q/0"];
   EXPECT_EQ(out.text, "{}");
   EXPECT_EQ(out.finish_reason, "stop");
+}
+
+// Guided regex / choice on the engine: a match the vocabulary cannot begin is refused up front
+// (TinyStories has no '{'); on Qwen3's vocabulary every choice of a guided_choice request ends
+// as one of the choices, and a regex request's output is a whole match.
+TEST(EngineTest, GuidedRegexAndChoiceOutputsAreWholeMatches) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  EngineConfig small = BaseConfig("tinystories-656k");
+  small.max_model_len = 512;
+  auto stories = MakeEngine(small);
+  ASSERT_NE(stories, nullptr);
+  SamplingParams p = Greedy(24);
+  p.ignore_eos = false;
+  p.guided = GuidedDecoding::kRegex;
+  p.regex = *RegexDfa::FromPattern("\\{+", "guided_regex");
+  const Status refused = stories->AddRequest("r", {{1, 80}, p});
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("guided_regex: the model's vocabulary has no token that can "
+                                   "begin the match"),
+            std::string::npos)
+      << refused.ToString();
+  EXPECT_EQ(stories->stats().num_waiting, 0);
+
+  auto qwen = MakeEngine(BaseConfig("tiny-qwen3"));
+  ASSERT_NE(qwen, nullptr);
+  const std::vector<std::string> choices = {"alpha", "beta gamma", "\u00e9t\u00e9"};
+  p.regex = *RegexDfa::FromChoices(choices, "guided_choice");
+  p.temperature = 1.0f;
+  p.n = 4;
+  p.seed = 3;
+  ASSERT_TRUE(qwen->AddRequest("c", {{1, 2, 3}, p}).ok());
+  p.regex = *RegexDfa::FromPattern("[0-9]{3}-[a-z]{2,4}", "guided_regex");
+  p.n = 1;
+  ASSERT_TRUE(qwen->AddRequest("x", {{4, 5}, p}).ok());
+  auto done = RunToCompletion(*qwen);
+  for (int i = 0; i < 4; ++i) {
+    const Completed& c = done["c/" + std::to_string(i)];
+    EXPECT_EQ(c.finish_reason, "stop") << c.text;
+    EXPECT_NE(std::find(choices.begin(), choices.end(), c.text), choices.end()) << c.text;
+  }
+  EXPECT_EQ(done["x/0"].finish_reason, "stop");
+  EXPECT_TRUE(std::regex_match(done["x/0"].text, std::regex("[0-9]{3}-[a-z]{2,4}")))
+      << done["x/0"].text;
 }
 
 // --kv-cache-dtype: a BF16 cache holds twice the blocks in the same memory; auto follows --dtype

@@ -126,9 +126,11 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
     token_vocabulary_ = std::make_shared<const TokenVocabulary>(std::move(bytes));
   }
   if (request.params.guided != GuidedDecoding::kNone &&
-      !NewGuide(request.params.guided, request.params.json_schema, token_vocabulary_)->CanBegin())
+      !NewGuide(request.params, token_vocabulary_)->CanBegin())
     return InvalidArgument(
-        "response_format: the model's vocabulary has no token that can begin the JSON value");
+        "{}: the model's vocabulary has no token that can begin the {}",
+        request.params.guided == GuidedDecoding::kRegex ? "guided_regex" : "response_format",
+        request.params.guided == GuidedDecoding::kRegex ? "match" : "JSON value");
   std::vector<std::string> ids;
   for (int i = 0; i < request.params.n; ++i) {
     std::string sid = request.params.n == 1 ? id : id + "/" + std::to_string(i);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "base/json_depth.h"
 #include "base/json_int32.h"
@@ -32,6 +35,107 @@ Status Bool(const json& b, const char* key, bool* out) {
   if (!b.contains(key) || b[key].is_null()) return Status::Ok();
   if (!b[key].is_boolean()) return InvalidArgument("{} must be a boolean", key);
   *out = b[key].get<bool>();
+  return Status::Ok();
+}
+
+// A guide's schema: an object, or (vLLM) JSON text.
+StatusOr<std::shared_ptr<const JsonSchema>> SchemaOf(json schema, const std::string& what) {
+  if (schema.is_string()) {
+    bool too_deep = false;
+    schema = ParseJsonNoDeeperThan<json>(schema.get<std::string>(), 128, &too_deep);
+    if (schema.is_discarded())
+      return InvalidArgument("{} is {}", what, too_deep ? "nested too deep" : "not valid JSON");
+  }
+  return CompileJsonSchema(schema, what);
+}
+
+// One guide named by `kind` (vLLM's guided_<kind>, or structured_outputs.<kind>) into `p`.
+Status SetGuide(const std::string& kind, const json& v, const std::string& what,
+                SamplingParams& p) {
+  if (p.guided != GuidedDecoding::kNone)
+    return InvalidArgument(
+        "{}: only one kind of guided decoding can be given (response_format json_object / "
+        "json_schema, guided_json, guided_regex, guided_choice, structured_outputs)",
+        what);
+  if (kind == "json") {
+    XI_ASSIGN_OR_RETURN(p.json_schema, SchemaOf(v, what));
+    p.guided = GuidedDecoding::kJsonSchema;
+  } else if (kind == "regex") {
+    if (!v.is_string()) return InvalidArgument("{} must be a string", what);
+    XI_ASSIGN_OR_RETURN(p.regex, RegexDfa::FromPattern(v.get<std::string>(), what));
+    p.guided = GuidedDecoding::kRegex;
+  } else if (kind == "choice") {
+    std::vector<std::string> choices;
+    if (v.is_array())
+      for (const auto& c : v) {
+        if (!c.is_string()) break;
+        choices.push_back(c.get<std::string>());
+      }
+    if (choices.empty() || choices.size() != v.size())
+      return InvalidArgument("{} must be a non-empty list of strings", what);
+    XI_ASSIGN_OR_RETURN(p.regex, RegexDfa::FromChoices(choices, what));
+    p.guided = GuidedDecoding::kRegex;
+  } else if (kind == "json_object") {
+    if (!v.is_boolean()) return InvalidArgument("{} must be a boolean", what);
+    if (v.get<bool>()) p.guided = GuidedDecoding::kJsonObject;
+  } else {  // grammar, structural_tag
+    return Unimplemented("{} is not supported (json, regex, choice and json_object guides are)",
+                         what);
+  }
+  return Status::Ok();
+}
+
+// OpenAI's response_format, vLLM's guided_json / guided_regex / guided_choice / guided_grammar and
+// its newer structured_outputs object (the same guides under other names); at most one of them.
+Status ParseGuidedDecoding(const json& b, SamplingParams& p) {
+  auto given = [&](const char* key) { return b.contains(key) && !b[key].is_null(); };
+  // OpenAI's response_format: "text", "json_object" or "json_schema".
+  if (given("response_format")) {
+    const json& rf = b["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
+      return InvalidArgument("response_format must be an object with a string 'type'");
+    const std::string type = rf["type"].get<std::string>();
+    if (type == "json_object") {
+      p.guided = GuidedDecoding::kJsonObject;
+    } else if (type == "json_schema") {
+      const json* spec = rf.contains("json_schema") ? &rf["json_schema"] : nullptr;
+      if (spec == nullptr || !spec->is_object() || !spec->contains("schema"))
+        return InvalidArgument(
+            "response_format json_schema needs a json_schema object with a 'schema'");
+      XI_ASSIGN_OR_RETURN(p.json_schema,
+                          CompileJsonSchema((*spec)["schema"], "response_format json_schema"));
+      p.guided = GuidedDecoding::kJsonSchema;
+    } else if (type != "text") {
+      return InvalidArgument(
+          "response_format type must be 'text', 'json_object' or 'json_schema', got '{}'", type);
+    }
+  }
+  for (const char* kind : {"json", "regex", "choice", "grammar"}) {
+    const std::string key = std::string("guided_") + kind;
+    if (given(key.c_str())) XI_RETURN_IF_ERROR(SetGuide(kind, b[key], key, p));
+  }
+  if (given("structured_outputs")) {
+    const json& so = b["structured_outputs"];
+    if (!so.is_object()) return InvalidArgument("structured_outputs must be an object");
+    // vLLM's StructuredOutputsParams fields; the options past the guides change nothing here
+    // (whitespace is the model's choice, no guide falls back to another).
+    static const std::set<std::string> kKnown = {"json",
+                                                 "regex",
+                                                 "choice",
+                                                 "grammar",
+                                                 "json_object",
+                                                 "structural_tag",
+                                                 "disable_fallback",
+                                                 "disable_any_whitespace",
+                                                 "disable_additional_properties",
+                                                 "whitespace_pattern"};
+    for (const auto& [key, value] : so.items())
+      if (!kKnown.count(key))
+        return InvalidArgument("structured_outputs has an unknown field '{}'", key);
+    for (const char* kind : {"json", "regex", "choice", "grammar", "json_object", "structural_tag"})
+      if (so.contains(kind) && !so[kind].is_null())
+        XI_RETURN_IF_ERROR(SetGuide(kind, so[kind], std::string("structured_outputs.") + kind, p));
+  }
   return Status::Ok();
 }
 
@@ -85,42 +189,7 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
       p.stop_token_ids.push_back(*id);
     }
   }
-  // OpenAI's response_format: "text", or "json_object" (guided: the output is one JSON object).
-  if (b.contains("response_format") && !b["response_format"].is_null()) {
-    const json& rf = b["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
-      return InvalidArgument("response_format must be an object with a string 'type'");
-    const std::string type = rf["type"].get<std::string>();
-    if (type == "json_object") {
-      p.guided = GuidedDecoding::kJsonObject;
-    } else if (type == "json_schema") {
-      const json* spec = rf.contains("json_schema") ? &rf["json_schema"] : nullptr;
-      if (spec == nullptr || !spec->is_object() || !spec->contains("schema"))
-        return InvalidArgument(
-            "response_format json_schema needs a json_schema object with a 'schema'");
-      XI_ASSIGN_OR_RETURN(p.json_schema,
-                          CompileJsonSchema((*spec)["schema"], "response_format json_schema"));
-      p.guided = GuidedDecoding::kJsonSchema;
-    } else if (type != "text") {
-      return InvalidArgument(
-          "response_format type must be 'text', 'json_object' or 'json_schema', got '{}'", type);
-    }
-  }
-  // vLLM's guided_json: the schema as an object or as JSON text.
-  if (b.contains("guided_json") && !b["guided_json"].is_null()) {
-    if (p.guided != GuidedDecoding::kNone)
-      return InvalidArgument("guided_json and a JSON response_format cannot both be given");
-    json schema = b["guided_json"];
-    if (schema.is_string()) {
-      bool too_deep = false;
-      schema = ParseJsonNoDeeperThan<json>(schema.get<std::string>(), 128, &too_deep);
-      if (schema.is_discarded())
-        return InvalidArgument("guided_json is {}",
-                               too_deep ? "nested too deep" : "not valid JSON");
-    }
-    XI_ASSIGN_OR_RETURN(p.json_schema, CompileJsonSchema(schema, "guided_json"));
-    p.guided = GuidedDecoding::kJsonSchema;
-  }
+  XI_RETURN_IF_ERROR(ParseGuidedDecoding(b, p));
   if (b.contains("allowed_token_ids") && !b["allowed_token_ids"].is_null()) {
     if (!b["allowed_token_ids"].is_array() || b["allowed_token_ids"].empty())
       return InvalidArgument("allowed_token_ids must be a non-empty list of token ids");

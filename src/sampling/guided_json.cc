@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sampling/guided_regex.h"
 #include "sampling/json_matcher.h"
 #include "sampling/schema_matcher.h"
 
@@ -139,15 +140,17 @@ void MatcherGuide<Matcher>::Mask(std::span<float> logits, std::span<const int32_
 
 }  // namespace
 
-std::unique_ptr<Guide> NewGuide(GuidedDecoding kind, std::shared_ptr<const JsonSchema> schema,
+std::unique_ptr<Guide> NewGuide(const SamplingParams& params,
                                 std::shared_ptr<const TokenVocabulary> vocabulary) {
-  switch (kind) {
+  switch (params.guided) {
     case GuidedDecoding::kNone:
       return nullptr;
     case GuidedDecoding::kJsonObject:
       return NewJsonObjectGuide(std::move(vocabulary));
     case GuidedDecoding::kJsonSchema:
-      return NewJsonSchemaGuide(std::move(vocabulary), std::move(schema));
+      return NewJsonSchemaGuide(std::move(vocabulary), params.json_schema);
+    case GuidedDecoding::kRegex:
+      return NewRegexGuide(std::move(vocabulary), params.regex);
   }
   return nullptr;
 }

@@ -57,8 +57,8 @@ class Guide {
   virtual bool CanBegin() const = 0;
 };
 
-// The guide `kind` asks for (kJsonSchema: of `schema`); null for kNone.
-std::unique_ptr<Guide> NewGuide(GuidedDecoding kind, std::shared_ptr<const JsonSchema> schema,
+// The guide `params.guided` asks for (with its schema or expression); null for kNone.
+std::unique_ptr<Guide> NewGuide(const SamplingParams& params,
                                 std::shared_ptr<const TokenVocabulary> vocabulary);
 // One JSON object (response_format json_object): JsonMatcher.
 std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary);

@@ -120,7 +120,7 @@ TEST(GuidedJsonObjectTest, CanBeginNeedsATokenThatStartsTheValue) {
   // " {" (sentencepiece's "▁{") begins one.
   auto spaced = std::make_shared<const TokenVocabulary>(std::vector<std::string>{"a", " {"});
   EXPECT_TRUE(NewJsonObjectGuide(spaced)->CanBegin());
-  EXPECT_EQ(NewGuide(GuidedDecoding::kNone, nullptr, spaced), nullptr);
+  EXPECT_EQ(NewGuide(SamplingParams{}, spaced), nullptr);
 }
 
 TEST(GuidedJsonObjectTest, IgnoreEosIsRefused) {

@@ -31,7 +31,7 @@ Sampler::Sampler(const SamplingParams& params, std::vector<int32_t> eos_token_id
     : params_(params),
       eos_token_ids_(std::move(eos_token_ids)),
       seed_(params.seed.value_or(fallback_seed)) {
-  guided_ = NewGuide(params_.guided, params_.json_schema, std::move(vocabulary));
+  guided_ = NewGuide(params_, std::move(vocabulary));
 }
 
 Status Sampler::CachePromptIds(std::span<const int32_t> prompt_ids, int32_t vocab_size) {

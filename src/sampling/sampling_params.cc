@@ -51,10 +51,13 @@ Status SamplingParams::Validate(int32_t vocab_size) const {
   if (guided == GuidedDecoding::kJsonSchema && json_schema == nullptr) {
     return InvalidArgument("response_format json_schema needs a schema");
   }
+  if (guided == GuidedDecoding::kRegex && regex == nullptr) {
+    return InvalidArgument("guided_regex needs a compiled expression");
+  }
   if (guided != GuidedDecoding::kNone && ignore_eos) {
     return InvalidArgument(
-        "ignore_eos cannot be combined with a JSON response_format: the output ends when the "
-        "object is complete");
+        "ignore_eos cannot be combined with guided decoding (response_format, guided_json, "
+        "guided_regex, guided_choice): the output ends when the value is complete");
   }
   if (logprobs < -1 || logprobs > kMaxLogprobs) {
     return InvalidArgument("logprobs must be in [0, {}] (or absent), got {}", kMaxLogprobs,

@@ -48,17 +48,6 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
     r.include_usage = IsTrue(so, "include_usage");
     r.continuous_usage_stats = IsTrue(so, "continuous_usage_stats");
   }
-  // response_format and guided_json are sampling parameters (ParseSamplingParams). vLLM's regex,
-  // choice and grammar guides need decoders xinfer does not have: a clear refusal instead of free
-  // text the client would fail to parse.
-  for (const char* key :
-       {"guided_regex", "guided_choice", "guided_grammar", "structured_outputs"}) {
-    if (body.contains(key) && !body[key].is_null())
-      return Unimplemented(
-          "{} needs a guided decoder xinfer does not have yet (response_format json_object and "
-          "json_schema, and guided_json, are supported)",
-          key);
-  }
   if (body.contains("priority") && !body["priority"].is_null()) {
     auto priority = JsonInt32(body["priority"]);
     if (!priority) return InvalidArgument("priority must be a 32-bit integer");

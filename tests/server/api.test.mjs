@@ -226,6 +226,47 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     }
   });
 
+  test('guided_choice, guided_regex and structured_outputs: the output is one whole match', async () => {
+    const messages = [{ role: 'user', content: 'Pick one.' }];
+    const choices = ['Positive', 'Negative', 'Neutral ✓'];
+    for (const guide of [{ guided_choice: choices }, { structured_outputs: { choice: choices } }]) {
+      for (const stream of [false, true]) {
+        const req = { model: 'test-model', messages, n: 3, temperature: 1.0, seed: 5,
+          max_tokens: 30, stream, ...guide };
+        const texts = ['', '', ''];
+        if (stream) {
+          for await (const chunk of await client.chat.completions.create(req))
+            for (const c of chunk.choices) {
+              texts[c.index] += c.delta.content ?? '';
+              if (c.finish_reason) assert.equal(c.finish_reason, 'stop', texts[c.index]);
+            }
+        } else {
+          const r = await client.chat.completions.create(req);
+          for (const c of r.choices) {
+            assert.equal(c.finish_reason, 'stop', c.message.content);
+            texts[c.index] = c.message.content;
+          }
+        }
+        for (const t of texts) assert.ok(choices.includes(t), `${JSON.stringify(guide)}: ${t}`);
+      }
+    }
+    // A regex, on /v1/completions too; every choice ends by itself within the token budget.
+    const pattern = '(yes|no), [0-9]{2,3}(\\.[0-9])?';
+    for (const guide of [{ guided_regex: pattern }, { structured_outputs: { regex: pattern } }]) {
+      const r = await client.completions.create({ model: 'test-model', prompt: 'Answer:', n: 4,
+        temperature: 1.0, seed: 3, max_tokens: 40, ...guide });
+      for (const c of r.choices) {
+        assert.equal(c.finish_reason, 'stop', c.text);
+        assert.match(c.text, new RegExp(`^${pattern}$`));
+      }
+    }
+    // structured_outputs.json is guided_json under its new name.
+    const r = await client.chat.completions.create({ model: 'test-model', messages,
+      temperature: 1.0, seed: 1, max_tokens: 60,
+      structured_outputs: { json: { enum: ['a', 'b'] }, disable_any_whitespace: true } });
+    assert.ok(['"a"', '"b"'].includes(r.choices[0].message.content.trim()), r.choices[0].message.content);
+  });
+
   test('tool_choice naming a function: its arguments, guided by its schema, as one call', async () => {
     const tools = [
       { type: 'function', function: { name: 'other', parameters: { type: 'object' } } },

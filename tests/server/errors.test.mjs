@@ -83,7 +83,7 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     const ok = await post('/v1/chat/completions', chat({ tools, tool_choice: named('f'), max_tokens: 3 }));
     assert.equal(ok.status, 200, ok.text);
   });
-  test('400 for structured output xinfer cannot guide; text, json_object, json_schema accepted', async () => {
+  test('400 for structured output xinfer cannot guide or a bad regex / choice; text, json_object, json_schema accepted', async () => {
     assertError(await post('/v1/chat/completions', chat({ response_format: { type: 'json_schema' } })),
       400, { param: 'response_format', message: /needs a json_schema object/ });
     const schema = (s) => chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: s } } });
@@ -107,6 +107,29 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     { param: 'ignore_eos' });
     for (const key of ['guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs']) {
       assertError(await post('/v1/chat/completions', chat({ [key]: { a: 1 } })), 400, { param: key });
+    }
+    // Regexes and choices: what is not regular, not supported, too large or matches nothing; two
+    // guides at once; structured_outputs' unsupported kinds and unknown fields.
+    for (const [guide, param, message] of [
+      [{ guided_regex: '(a' }, 'guided_regex', /missing '\)' at position 2/],
+      [{ guided_regex: '(a)\\1' }, 'guided_regex', /backreference .* not supported/],
+      [{ guided_regex: '(?=a)b' }, 'guided_regex', /lookahead/],
+      [{ guided_regex: '[ab]*a[ab]{16}' }, 'guided_regex', /too large/],
+      [{ guided_regex: '[^\\x00-\\U0010FFFF]' }, 'guided_regex', /matches no string/],
+      [{ guided_choice: [] }, 'guided_choice', /non-empty list of strings/],
+      [{ guided_choice: ['a', 1] }, 'guided_choice', /non-empty list of strings/],
+      [{ guided_choice: 'a' }, 'guided_choice', /non-empty list of strings/],
+      [{ guided_choice: ['a'], guided_regex: 'a' }, 'guided_choice', /only one kind of guided decoding/],
+      [{ guided_choice: ['a'], response_format: { type: 'json_object' } }, 'guided_choice', /only one kind/],
+      [{ structured_outputs: { regex: 'a', choice: ['a'] } }, 'structured_outputs', /only one kind/],
+      [{ structured_outputs: { grammar: 'root ::= "a"' } }, 'structured_outputs', /grammar is not supported/],
+      [{ structured_outputs: { regex: 'a', typo: 1 } }, 'structured_outputs', /unknown field 'typo'/],
+      [{ structured_outputs: { regex: '*' } }, 'structured_outputs', /nothing to repeat/],
+      [{ guided_regex: 'a', ignore_eos: true }, 'ignore_eos', /guided decoding/]]) {
+      for (const p of ['/v1/chat/completions', '/v1/completions']) {
+        const body = p === '/v1/completions' ? { prompt: 'a', max_tokens: 2, ...guide } : chat(guide);
+        assertError(await post(p, body), 400, { param, message });
+      }
     }
     const ok = await post('/v1/chat/completions',
       chat({ response_format: { type: 'text' }, guided_json: null, max_tokens: 1 }));

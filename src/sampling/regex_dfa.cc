@@ -1,0 +1,330 @@
+#include "sampling/regex_dfa.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "base/check.h"
+
+namespace xinfer {
+namespace {
+
+struct ByteRange {
+  uint8_t lo;
+  uint8_t hi;
+};
+using Utf8Sequence = std::vector<ByteRange>;  // one byte range per byte of the encoding
+
+int Utf8Length(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+
+void EncodeUtf8(char32_t c, uint8_t (&out)[4]) {
+  switch (Utf8Length(c)) {
+    case 1:
+      out[0] = static_cast<uint8_t>(c);
+      break;
+    case 2:
+      out[0] = static_cast<uint8_t>(0xC0 | (c >> 6));
+      out[1] = static_cast<uint8_t>(0x80 | (c & 0x3F));
+      break;
+    case 3:
+      out[0] = static_cast<uint8_t>(0xE0 | (c >> 12));
+      out[1] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3F));
+      out[2] = static_cast<uint8_t>(0x80 | (c & 0x3F));
+      break;
+    default:
+      out[0] = static_cast<uint8_t>(0xF0 | (c >> 18));
+      out[1] = static_cast<uint8_t>(0x80 | ((c >> 12) & 0x3F));
+      out[2] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3F));
+      out[3] = static_cast<uint8_t>(0x80 | (c & 0x3F));
+  }
+}
+
+// The code points lo..hi (surrogates left out) as byte-range sequences whose products are exactly
+// their UTF-8 encodings: split until every sequence's encodings share a length and each
+// continuation byte either is fixed or spans its whole 0x80..0xBF range (the standard
+// construction, as in RE2 and Rust's regex-syntax).
+void Utf8Sequences(char32_t lo, char32_t hi, std::vector<Utf8Sequence>* out) {
+  if (lo > hi) return;
+  if (lo <= 0xDFFF && hi >= 0xD800) {
+    if (lo < 0xD800) Utf8Sequences(lo, 0xD7FF, out);
+    if (hi > 0xDFFF) Utf8Sequences(0xE000, hi, out);
+    return;
+  }
+  for (char32_t max : {char32_t{0x7F}, char32_t{0x7FF}, char32_t{0xFFFF}}) {
+    if (lo <= max && hi > max) {
+      Utf8Sequences(lo, max, out);
+      Utf8Sequences(max + 1, hi, out);
+      return;
+    }
+  }
+  for (int i = 1; i < 4; ++i) {
+    const char32_t m = (char32_t{1} << (6 * i)) - 1;
+    if ((lo & ~m) == (hi & ~m)) continue;
+    if ((lo & m) != 0) {
+      Utf8Sequences(lo, lo | m, out);
+      Utf8Sequences((lo | m) + 1, hi, out);
+      return;
+    }
+    if ((hi & m) != m) {
+      Utf8Sequences(lo, (hi & ~m) - 1, out);
+      Utf8Sequences(hi & ~m, hi, out);
+      return;
+    }
+  }
+  uint8_t a[4], b[4];
+  EncodeUtf8(lo, a);
+  EncodeUtf8(hi, b);
+  Utf8Sequence s;
+  for (int i = 0; i < Utf8Length(lo); ++i) s.push_back({a[i], b[i]});
+  out->push_back(std::move(s));
+}
+
+// Thompson's construction over bytes.
+class NfaBuilder {
+ public:
+  struct Edge {
+    ByteRange bytes;
+    int32_t to;
+  };
+  struct Fragment {
+    int32_t start;
+    int32_t end;
+  };
+
+  // nullopt once the automaton passes RegexDfa::kMaxNfaStates.
+  std::optional<Fragment> Build(const RegexNode& node) {
+    switch (node.kind) {
+      case RegexNode::Kind::kEmpty: {
+        const int32_t s = New();
+        return Fragment{s, s};
+      }
+      case RegexNode::Kind::kChars:
+        return Chars(node);
+      case RegexNode::Kind::kConcat: {
+        std::optional<Fragment> whole;
+        for (const RegexNode& child : node.children) {
+          auto f = Build(child);
+          if (!f) return std::nullopt;
+          if (whole) {
+            Epsilon(whole->end, f->start);
+            whole->end = f->end;
+          } else {
+            whole = f;
+          }
+        }
+        if (!whole) return Build(RegexNode{});
+        return whole;
+      }
+      case RegexNode::Kind::kAlternate: {
+        const Fragment whole{New(), New()};
+        for (const RegexNode& child : node.children) {
+          auto f = Build(child);
+          if (!f) return std::nullopt;
+          Epsilon(whole.start, f->start);
+          Epsilon(f->end, whole.end);
+        }
+        return whole;
+      }
+      case RegexNode::Kind::kRepeat:
+        return Repeat(node);
+    }
+    return std::nullopt;
+  }
+
+  bool too_large() const { return too_large_; }
+  const std::vector<std::vector<int32_t>>& epsilons() const { return epsilon_; }
+  const std::vector<std::vector<Edge>>& edges() const { return edges_; }
+
+ private:
+  int32_t New() {
+    if (static_cast<int32_t>(edges_.size()) >= RegexDfa::kMaxNfaStates) too_large_ = true;
+    epsilon_.emplace_back();
+    edges_.emplace_back();
+    return static_cast<int32_t>(edges_.size()) - 1;
+  }
+  void Epsilon(int32_t from, int32_t to) { epsilon_[static_cast<size_t>(from)].push_back(to); }
+
+  std::optional<Fragment> Chars(const RegexNode& node) {
+    std::vector<Utf8Sequence> sequences;
+    for (const auto& [lo, hi] : node.ranges) Utf8Sequences(lo, hi, &sequences);
+    const Fragment f{New(), New()};
+    for (const Utf8Sequence& seq : sequences) {
+      int32_t at = f.start;
+      for (size_t i = 0; i < seq.size(); ++i) {
+        const int32_t to = i + 1 == seq.size() ? f.end : New();
+        edges_[static_cast<size_t>(at)].push_back({seq[i], to});
+        at = to;
+      }
+    }
+    if (too_large_) return std::nullopt;
+    return f;
+  }
+
+  // min copies, then either a loop (no maximum) or max - min nested optional copies: x(x(x)?)?
+  // rather than x?x?x?, so that after k characters the automaton is in one place, not k.
+  std::optional<Fragment> Repeat(const RegexNode& node) {
+    const RegexNode& child = node.children[0];
+    const int32_t start = New();
+    const int32_t end = New();
+    int32_t at = start;
+    for (int32_t i = 0; i < node.min_repeat; ++i) {
+      auto f = Build(child);
+      if (!f || too_large_) return std::nullopt;
+      Epsilon(at, f->start);
+      at = f->end;
+    }
+    if (node.max_repeat < 0) {
+      auto f = Build(child);
+      if (!f) return std::nullopt;
+      Epsilon(at, f->start);
+      Epsilon(f->end, f->start);
+      Epsilon(at, end);
+      Epsilon(f->end, end);
+      return Fragment{start, end};
+    }
+    for (int32_t i = node.min_repeat; i < node.max_repeat; ++i) {
+      Epsilon(at, end);
+      auto f = Build(child);
+      if (!f || too_large_) return std::nullopt;
+      Epsilon(at, f->start);
+      at = f->end;
+    }
+    Epsilon(at, end);
+    return Fragment{start, end};
+  }
+
+  std::vector<std::vector<int32_t>> epsilon_;
+  std::vector<std::vector<Edge>> edges_;
+  bool too_large_ = false;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const RegexDfa>> RegexDfa::Compile(const RegexNode& regex,
+                                                            std::string_view what) {
+  NfaBuilder nfa;
+  const std::optional<NfaBuilder::Fragment> whole = nfa.Build(regex);
+  if (!whole || nfa.too_large())
+    return InvalidArgument("{} is too large: its automaton would pass {} states", what,
+                           kMaxNfaStates);
+  const auto& epsilons = nfa.epsilons();
+  const auto& edges = nfa.edges();
+
+  std::shared_ptr<RegexDfa> dfa(new RegexDfa);
+  // Byte classes: the bytes between two consecutive range boundaries behave alike.
+  std::array<bool, 257> boundary{};
+  boundary[0] = true;
+  for (const auto& out : edges)
+    for (const NfaBuilder::Edge& e : out) {
+      boundary[e.bytes.lo] = true;
+      boundary[e.bytes.hi + 1] = true;
+    }
+  std::vector<uint8_t> representative;
+  for (int b = 0; b < 256; ++b) {
+    if (boundary[static_cast<size_t>(b)]) representative.push_back(static_cast<uint8_t>(b));
+    dfa->class_of_[static_cast<size_t>(b)] = static_cast<uint8_t>(representative.size() - 1);
+  }
+  dfa->classes_ = representative.size();
+
+  // Subset construction; DFA state 0 is the start.
+  std::vector<uint8_t> mark(edges.size(), 0);
+  std::vector<int32_t> stack;
+  auto closure = [&](std::vector<int32_t> set) {
+    stack = set;
+    for (int32_t s : set) mark[static_cast<size_t>(s)] = 1;
+    while (!stack.empty()) {
+      const int32_t s = stack.back();
+      stack.pop_back();
+      for (int32_t t : epsilons[static_cast<size_t>(s)]) {
+        if (mark[static_cast<size_t>(t)]) continue;
+        mark[static_cast<size_t>(t)] = 1;
+        set.push_back(t);
+        stack.push_back(t);
+      }
+    }
+    for (int32_t s : set) mark[static_cast<size_t>(s)] = 0;
+    std::sort(set.begin(), set.end());
+    return set;
+  };
+  std::map<std::vector<int32_t>, int32_t> ids;
+  std::vector<std::vector<int32_t>> sets;
+  auto intern = [&](std::vector<int32_t> set) -> int32_t {
+    if (set.empty()) return kDead;
+    auto [it, inserted] = ids.emplace(std::move(set), static_cast<int32_t>(sets.size()));
+    if (inserted) sets.push_back(it->first);
+    return it->second;
+  };
+  intern(closure({whole->start}));
+  int64_t steps = 0;
+  for (size_t d = 0; d < sets.size(); ++d) {
+    steps += static_cast<int64_t>(sets[d].size() * representative.size());
+    if (sets.size() > static_cast<size_t>(kMaxStates) ||
+        static_cast<int64_t>(sets.size() * representative.size()) > kMaxTransitions ||
+        steps > kMaxConstructionSteps)
+      return InvalidArgument("{} is too large: its automaton would pass {} states", what,
+                             kMaxStates);
+    dfa->accepting_.push_back(std::binary_search(sets[d].begin(), sets[d].end(), whole->end));
+    for (uint8_t byte : representative) {
+      std::vector<int32_t> moved;
+      for (int32_t s : sets[d])
+        for (const NfaBuilder::Edge& e : edges[static_cast<size_t>(s)])
+          if (e.bytes.lo <= byte && byte <= e.bytes.hi) moved.push_back(e.to);
+      std::sort(moved.begin(), moved.end());
+      moved.erase(std::unique(moved.begin(), moved.end()), moved.end());
+      dfa->next_.push_back(moved.empty() ? kDead : intern(closure(std::move(moved))));
+    }
+  }
+
+  // Prune the states from which no accepting state can be reached.
+  const size_t n = sets.size();
+  const size_t classes = dfa->classes_;
+  std::vector<uint8_t> live(dfa->accepting_);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t s = 0; s < n; ++s) {
+      if (live[s]) continue;
+      for (size_t c = 0; c < classes && !live[s]; ++c) {
+        const int32_t t = dfa->next_[s * classes + c];
+        if (t != kDead && live[static_cast<size_t>(t)]) live[s] = changed = true;
+      }
+    }
+  }
+  if (!live[0]) return InvalidArgument("{} matches no string", what);
+  dfa->can_continue_.assign(n, 0);
+  for (size_t s = 0; s < n; ++s)
+    for (size_t c = 0; c < classes; ++c) {
+      int32_t& t = dfa->next_[s * classes + c];
+      if (t != kDead && !live[static_cast<size_t>(t)]) t = kDead;
+      if (t != kDead) dfa->can_continue_[s] = 1;
+    }
+  return std::shared_ptr<const RegexDfa>(std::move(dfa));
+}
+
+StatusOr<std::shared_ptr<const RegexDfa>> RegexDfa::FromPattern(std::string_view pattern,
+                                                                std::string_view what) {
+  XI_ASSIGN_OR_RETURN(RegexNode regex, ParseRegex(pattern, what));
+  return Compile(regex, what);
+}
+
+StatusOr<std::shared_ptr<const RegexDfa>> RegexDfa::FromChoices(
+    const std::vector<std::string>& choices, std::string_view what) {
+  if (choices.empty()) return InvalidArgument("{} must be a non-empty list of strings", what);
+  RegexNode any;
+  any.kind = RegexNode::Kind::kAlternate;
+  for (const std::string& choice : choices) {
+    XI_ASSIGN_OR_RETURN(RegexNode literal, LiteralRegex(choice, what));
+    any.children.push_back(std::move(literal));
+  }
+  return Compile(any, what);
+}
+
+int32_t RegexDfa::Walk(int32_t state, std::string_view bytes) const {
+  for (char c : bytes) {
+    state = Next(state, static_cast<uint8_t>(c));
+    if (state == kDead) return kDead;
+  }
+  return state;
+}
+
+}  // namespace xinfer

@@ -1,5 +1,6 @@
 #include "sampling/json_schema.h"
 
+#include <algorithm>
 #include <bitset>
 #include <map>
 #include <set>
@@ -11,11 +12,11 @@ namespace {
 using json = nlohmann::ordered_json;
 using FirstBytes = std::bitset<256>;
 
+// Keywords of strings, enforced on a schema of type "string" (and meaningless on other types).
+constexpr std::string_view kStringKeywords[] = {"pattern", "minLength", "maxLength"};
+
 // Keywords that assert something the matcher does not enforce: refused, never ignored.
-constexpr std::string_view kUnsupported[] = {"pattern",
-                                             "minLength",
-                                             "maxLength",
-                                             "minimum",
+constexpr std::string_view kUnsupported[] = {"minimum",
                                              "maximum",
                                              "exclusiveMinimum",
                                              "exclusiveMaximum",
@@ -48,6 +49,59 @@ bool IsAnnotation(const std::string& key) {
   return kAnnotations.count(key) != 0;
 }
 
+RegexNode Literal(std::string_view ascii) { return *LiteralRegex(ascii, ""); }
+
+// `content` (a tree over characters) as the JSON text of a string: each character spelled raw
+// when JSON allows it, or by its short escape; characters that only \uXXXX could spell (other
+// control characters) are left out.
+RegexNode JsonSpelled(const RegexNode& content) {
+  if (content.kind != RegexNode::Kind::kChars) {
+    RegexNode out = content;
+    for (RegexNode& child : out.children) child = JsonSpelled(child);
+    return out;
+  }
+  static constexpr std::pair<char32_t, std::string_view> kEscapes[] = {
+      {U'"', "\\\""}, {U'\\', "\\\\"}, {U'\b', "\\b"}, {U'\f', "\\f"},
+      {U'\n', "\\n"}, {U'\r', "\\r"},  {U'\t', "\\t"}};
+  RegexNode any;
+  any.kind = RegexNode::Kind::kAlternate;
+  RegexNode raw;
+  raw.kind = RegexNode::Kind::kChars;
+  for (auto [lo, hi] : content.ranges) {
+    lo = std::max<char32_t>(lo, 0x20);
+    // Split around '"' (0x22) and '\\' (0x5C), which are only escaped.
+    for (char32_t cut : {char32_t{0x22}, char32_t{0x5C}}) {
+      if (lo <= cut && cut <= hi) {
+        if (lo < cut) raw.ranges.emplace_back(lo, cut - 1);
+        lo = cut + 1;
+      }
+    }
+    if (lo <= hi) raw.ranges.emplace_back(lo, hi);
+  }
+  if (!raw.ranges.empty()) any.children.push_back(std::move(raw));
+  for (const auto& [c, escape] : kEscapes)
+    for (const auto& [lo, hi] : content.ranges)
+      if (lo <= c && c <= hi) any.children.push_back(Literal(escape));
+  if (any.children.empty()) return raw;  // no character: matches nothing
+  return any;
+}
+
+RegexNode Sequence(std::vector<RegexNode> parts) {
+  RegexNode seq;
+  seq.kind = RegexNode::Kind::kConcat;
+  seq.children = std::move(parts);
+  return seq;
+}
+
+RegexNode Repeated(RegexNode node, int32_t min, int32_t max) {
+  RegexNode r;
+  r.kind = RegexNode::Kind::kRepeat;
+  r.min_repeat = min;
+  r.max_repeat = max;
+  r.children.push_back(std::move(node));
+  return r;
+}
+
 class Compiler {
  public:
   Compiler(const json& root, const std::string& what) : root_(root), what_(what) {}
@@ -62,6 +116,15 @@ class Compiler {
     }
     if (!s.is_object())
       return InvalidArgument("{}: a schema must be an object or a boolean", what_);
+    // A type list is split below, each alternative keeping the string keywords only if a string.
+    const bool is_string = s.contains("type") &&
+                           (s["type"] == "string" ||
+                            (s["type"].is_array() && std::find(s["type"].begin(), s["type"].end(),
+                                                               "string") != s["type"].end()));
+    for (std::string_view k : kStringKeywords)
+      if (s.contains(std::string(k)) && !is_string)
+        return Unimplemented("{}: '{}' is not supported on a schema other than type \"string\"",
+                             what_, k);
     for (std::string_view k : kUnsupported)
       if (s.contains(std::string(k)))
         return Unimplemented(
@@ -99,6 +162,8 @@ class Compiler {
       for (const json& t : s["type"]) {
         json one = s;
         one["type"] = t;
+        if (t != "string")  // a string's keywords say nothing of the other types' values
+          for (std::string_view k : kStringKeywords) one.erase(std::string(k));
         alternatives.push_back(std::move(one));
       }
       if (alternatives.empty()) return InvalidArgument("{}: 'type' must not be empty", what_);
@@ -127,8 +192,56 @@ class Compiler {
     auto it = kScalars.find(type);
     if (it == kScalars.end()) return InvalidArgument("{}: unknown type '{}'", what_, type);
     n.kind = it->second;
+    if (n.kind == SchemaNode::Kind::kString) {
+      XI_ASSIGN_OR_RETURN(n.string_dfa, StringDfa(s));
+    }
     return Add(n);
   }
+
+  // The automaton of a string with `pattern` or `minLength` / `maxLength`; null for any string.
+  StatusOr<std::shared_ptr<const RegexDfa>> StringDfa(const json& s) {
+    const bool has_pattern = s.contains("pattern");
+    const bool has_length = s.contains("minLength") || s.contains("maxLength");
+    if (!has_pattern && !has_length) return std::shared_ptr<const RegexDfa>();
+    if (has_pattern && has_length)
+      return Unimplemented("{}: 'pattern' is not supported together with 'minLength' / 'maxLength'",
+                           what_);
+    RegexNode content;
+    if (has_pattern) {
+      if (!s["pattern"].is_string())
+        return InvalidArgument("{}: 'pattern' must be a string", what_);
+      // JSON Schema's pattern is a search: it matches anywhere in the string unless anchored.
+      RegexAnchors anchors;
+      XI_ASSIGN_OR_RETURN(content,
+                          ParseRegex(s["pattern"].get<std::string>(), Part("pattern"), &anchors));
+      std::vector<RegexNode> parts;
+      if (!anchors.start) parts.push_back(Repeated(AnyCharacter(), 0, -1));
+      parts.push_back(std::move(content));
+      if (!anchors.end) parts.push_back(Repeated(AnyCharacter(), 0, -1));
+      content = Sequence(std::move(parts));
+    } else {
+      int32_t bounds[2] = {0, -1};
+      const char* keys[2] = {"minLength", "maxLength"};
+      for (int i = 0; i < 2; ++i) {
+        if (!s.contains(keys[i])) continue;
+        const json& v = s[keys[i]];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0)
+          return InvalidArgument("{}: '{}' must be a non-negative integer", what_, keys[i]);
+        if (v.get<int64_t>() > kMaxRegexRepeat)
+          return Unimplemented("{}: a '{}' above {} is not supported", what_, keys[i],
+                               kMaxRegexRepeat);
+        bounds[i] = static_cast<int32_t>(v.get<int64_t>());
+      }
+      if (bounds[1] >= 0 && bounds[1] < bounds[0])
+        return InvalidArgument("{}: 'maxLength' is below 'minLength'", what_);
+      content = Repeated(AnyCharacter(), bounds[0], bounds[1]);
+    }
+    return RegexDfa::Compile(Sequence({Literal("\""), JsonSpelled(content), Literal("\"")}),
+                             Part(has_pattern ? "pattern" : "length"));
+  }
+
+  // What a string's pattern or length errors name: "<what>: a string's pattern".
+  std::string Part(const char* keyword) const { return what_ + ": a string's " + keyword; }
 
   // Every node's first bytes, and the alternative of every anyOf by first byte (they must start
   // differently: that is how the matcher picks one with a single state). Filled once every node

@@ -51,20 +51,26 @@ class Parser {
  public:
   Parser(std::u32string pattern, std::string_view what) : p_(std::move(pattern)), what_(what) {}
 
-  StatusOr<RegexNode> Parse() {
+  StatusOr<RegexNode> Parse(RegexAnchors* anchors) {
     // Anchors at the very ends only restate fullmatch.
+    RegexAnchors found;
     size_t end = p_.size();
     if (end >= 1 && p_[end - 1] == U'$' && !EscapedAt(end - 1)) {
       --end;
+      found.end = true;
     } else if (end >= 2 && p_[end - 2] == U'\\' && p_[end - 1] == U'Z' && !EscapedAt(end - 2)) {
       end -= 2;
+      found.end = true;
     }
     p_.resize(end);
     if (Peek(U'^')) {
       ++pos_;
+      found.start = true;
     } else if (pos_ + 1 < p_.size() && p_[0] == U'\\' && p_[1] == U'A') {
       pos_ += 2;
+      found.start = true;
     }
+    if (anchors != nullptr) *anchors = found;
     XI_ASSIGN_OR_RETURN(RegexNode node, Alternation(0));
     if (pos_ < p_.size()) return Error("unbalanced ')'");
     return node;
@@ -364,10 +370,13 @@ StatusOr<std::u32string> Decode(std::string_view text, std::string_view what) {
 
 }  // namespace
 
-StatusOr<RegexNode> ParseRegex(std::string_view pattern, std::string_view what) {
+StatusOr<RegexNode> ParseRegex(std::string_view pattern, std::string_view what,
+                               RegexAnchors* anchors) {
   XI_ASSIGN_OR_RETURN(std::u32string decoded, Decode(pattern, what));
-  return Parser(std::move(decoded), what).Parse();
+  return Parser(std::move(decoded), what).Parse(anchors);
 }
+
+RegexNode AnyCharacter() { return CharsNode({{0, kMaxCodepoint}}); }
 
 StatusOr<RegexNode> LiteralRegex(std::string_view text, std::string_view what) {
   XI_ASSIGN_OR_RETURN(std::u32string decoded, Decode(text, what));

@@ -40,9 +40,20 @@ struct RegexNode {
 // Largest count a quantifier may give (Python allows more; this keeps automata small).
 inline constexpr int32_t kMaxRegexRepeat = 1000;
 
-// The tree of `pattern`. InvalidArgument naming the position and what is wrong (or the construct
-// that is not supported); the message starts with `what` (e.g. "guided_regex").
-StatusOr<RegexNode> ParseRegex(std::string_view pattern, std::string_view what);
+// Whether the pattern began with `^` / `\A` and ended with `$` / `\Z` (a JSON Schema `pattern`
+// is a search: it matches anywhere unless anchored).
+struct RegexAnchors {
+  bool start = false;
+  bool end = false;
+};
+
+// The tree of `pattern`. InvalidArgument naming the position and what is wrong (Unimplemented for
+// a construct that is not supported); the message starts with `what` (e.g. "guided_regex").
+StatusOr<RegexNode> ParseRegex(std::string_view pattern, std::string_view what,
+                               RegexAnchors* anchors = nullptr);
+
+// Any one character (every Unicode scalar value).
+RegexNode AnyCharacter();
 
 // A literal string as a tree (each UTF-8 character one kChars node); InvalidArgument when `text` is
 // not valid UTF-8.

@@ -106,6 +106,13 @@ void SchemaMatcher::EndLiteral(int literal) {
 
 bool SchemaMatcher::StartValue(Frame& f, uint8_t byte) {
   const SchemaNode& n = node(f);
+  if (n.string_dfa != nullptr) {  // a string with pattern / length: its automaton from the quote
+    const int32_t state = n.string_dfa->Next(n.string_dfa->start(), byte);
+    if (state == RegexDfa::kDead) return false;
+    f.phase = Phase::kStringText;
+    f.candidates = static_cast<uint64_t>(state);
+    return true;
+  }
   switch (n.kind) {
     case SchemaNode::Kind::kAnyOf: {
       const int8_t a = n.alternative_by_first_byte[byte];
@@ -177,6 +184,14 @@ bool SchemaMatcher::Advance(uint8_t byte) {
         ++f.pos;
         // Keys are JSON strings: one that ends here (its closing quote) is the only candidate.
         if (AnyEndsAt(n.keys, keep, f.pos)) f.phase = Phase::kColon;
+        return true;
+      }
+      case Phase::kStringText: {
+        const int32_t state = n.string_dfa->Next(static_cast<int32_t>(f.candidates), byte);
+        if (state == RegexDfa::kDead) return false;
+        f.candidates = static_cast<uint64_t>(state);
+        // Accepting only past the closing quote (an unescaped '"' ends the text).
+        if (n.string_dfa->accepting(state)) Pop();
         return true;
       }
       case Phase::kLiteral: {

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sampling/guided_json.h"
 #include "sampling/sampler.h"
@@ -132,9 +134,61 @@ TEST(SchemaMatcherTest, DiscriminatedUnionOfObjects) {
   EXPECT_FALSE(shared.ok());
 }
 
+// A string's pattern (a search unless anchored, as JSON Schema reads it) and minLength /
+// maxLength (characters, an escape being one) hold on the decoded text; characters are spelled raw
+// or by their short escapes, and a control character only by its escape.
+TEST(SchemaMatcherTest, StringPatternAndLengthAreEnforced) {
+  struct Case {
+    const char* schema;
+    std::vector<std::string> accepted;
+    std::vector<std::pair<std::string, int>> refused;  // text, first refused byte (-2: incomplete)
+  };
+  const Case cases[] = {
+      {R"({"type":"string","pattern":"^[a-z]{2,3}-\\d+$"})",
+       {R"("ab-1")", R"("xyz-0042")"},
+       {{R"("a-1")", 2}, {R"("abcd")", 4}, {R"("ab-")", 4}, {R"("AB-1")", 1}, {R"("ab-1)", -2}}},
+      {R"({"type":"string","pattern":"cat"})",  // unanchored: anywhere in the string
+       {R"("cat")", R"("a cat!")", R"("concatenate")"},
+       {{R"("ca")", 3}, {R"("dog")", 4}}},
+      {R"({"type":"string","pattern":"^a\"b\\\\c\n$"})",  // a quote, a backslash, a newline
+       {R"("a\"b\\c\n")"},
+       {{"\"a\"", 2}, {"\"a\\\"b\\\\c\n", 8}, {R"("a\"b\\c\u000a")", 9}}},
+      {R"({"type":"string","pattern":"^é+$"})", {"\"\xC3\xA9\xC3\xA9\""}, {{R"("\u00e9")", 1}}},
+      {R"({"type":"string","minLength":2,"maxLength":3})",
+       {R"("ab")", R"("abc")", R"("a\nb")", "\"\xC3\xA9\xE4\xB8\xAD\"", R"("\"\\")"},
+       {{R"("a")", 2}, {R"("abcd")", 4}, {R"("")", 1}, {"\"a\tb\"", 2}}},
+      {R"({"type":"string","maxLength":0})", {R"("")"}, {{R"("a")", 1}}},
+      {R"({"type":"object","properties":{"id":{"type":"string","pattern":"^[0-9]{4}$"},
+           "tag":{"type":["string","null"],"maxLength":2}},"required":["id","tag"]})",
+       {R"({"id": "2024", "tag": null})", R"({"id":"0000","tag":"ab"})"},
+       {{R"({"id": "20245")", 12}, {R"({"id":"0000","tag":"abc")", 22}}},
+  };
+  for (const Case& c : cases) {
+    auto schema = Compile(c.schema);
+    ASSERT_NE(schema, nullptr) << c.schema;
+    for (const std::string& text : c.accepted) {
+      EXPECT_EQ(Check(*schema, text), -1) << c.schema << " on " << text;
+      for (size_t n = 1; n < text.size(); ++n)
+        EXPECT_EQ(Check(*schema, text.substr(0, n)), -2) << c.schema << " on " << text.substr(0, n);
+    }
+    for (const auto& [text, at] : c.refused)
+      EXPECT_EQ(Check(*schema, text), at) << c.schema << " on " << text;
+  }
+}
+
 TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"type":"string","pattern":"a+"})", "'pattern' is not supported"},
+      {R"({"type":"string","pattern":"a+","minLength":1})", "'pattern' is not supported"},
+      {R"({"type":"integer","pattern":"a+"})", "'pattern' is not supported on a schema other"},
+      {R"({"maxLength":3})", "'maxLength' is not supported on a schema other"},
+      {R"({"type":"string","pattern":"(a"})", "pattern: missing ')'"},
+      {R"({"type":"string","pattern":"\\bx"})", "word boundary"},
+      {R"({"type":"string","pattern":7})", "'pattern' must be a string"},
+      {R"({"type":"string","minLength":-1})", "'minLength' must be a non-negative integer"},
+      {R"({"type":"string","maxLength":"3"})", "'maxLength' must be a non-negative integer"},
+      {R"({"type":"string","minLength":3,"maxLength":2})", "'maxLength' is below 'minLength'"},
+      {R"({"type":"string","maxLength":5000})", "a 'maxLength' above 1000"},
+      {R"({"type":"string","pattern":"^[\u0001-\u0007]$"})", "matches no string"},
       {R"({"type":"integer","minimum":0})", "'minimum' is not supported"},
       {R"({"anyOf":[{"type":"string"},{"enum":["a"]}]})", "can both start with '\"'"},
       {R"({"$ref":"#/$defs/missing"})", "does not name a schema"},

@@ -226,6 +226,22 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     }
   });
 
+  test('json_schema strings with pattern, minLength and maxLength', async () => {
+    const schema = { type: 'object', properties: {
+      code: { type: 'string', pattern: '^[A-Z]{3}-[0-9]{2}$' },
+      note: { type: 'string', minLength: 1, maxLength: 6 } }, required: ['code', 'note'] };
+    const r = await client.chat.completions.create({ model: 'test-model', n: 3, temperature: 1.0,
+      seed: 8, max_tokens: 120, messages: [{ role: 'user', content: 'Code?' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'c', schema } } });
+    for (const c of r.choices) {
+      assert.equal(c.finish_reason, 'stop', c.message.content);
+      const doc = JSON.parse(c.message.content);
+      assert.match(doc.code, /^[A-Z]{3}-[0-9]{2}$/);
+      const chars = [...doc.note].length;
+      assert.ok(chars >= 1 && chars <= 6, doc.note);
+    }
+  });
+
   test('guided_choice, guided_regex and structured_outputs: the output is one whole match', async () => {
     const messages = [{ role: 'user', content: 'Pick one.' }];
     const choices = ['Positive', 'Negative', 'Neutral ✓'];

@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <bitset>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
+#include <span>
 #include <string_view>
+#include <utility>
+
+#include "sampling/json_regex.h"
 
 namespace xinfer {
 namespace {
@@ -12,15 +18,14 @@ namespace {
 using json = nlohmann::ordered_json;
 using FirstBytes = std::bitset<256>;
 
-// Keywords of strings, enforced on a schema of type "string" (and meaningless on other types).
+// Keywords enforced on one type (meaningless on the others, refused there): a string's, an
+// integer's (a number's bounds are not enforced).
 constexpr std::string_view kStringKeywords[] = {"pattern", "minLength", "maxLength"};
+constexpr std::string_view kIntegerKeywords[] = {"minimum", "maximum", "exclusiveMinimum",
+                                                 "exclusiveMaximum"};
 
 // Keywords that assert something the matcher does not enforce: refused, never ignored.
-constexpr std::string_view kUnsupported[] = {"minimum",
-                                             "maximum",
-                                             "exclusiveMinimum",
-                                             "exclusiveMaximum",
-                                             "multipleOf",
+constexpr std::string_view kUnsupported[] = {"multipleOf",
                                              "minProperties",
                                              "maxProperties",
                                              "patternProperties",
@@ -49,59 +54,6 @@ bool IsAnnotation(const std::string& key) {
   return kAnnotations.count(key) != 0;
 }
 
-RegexNode Literal(std::string_view ascii) { return *LiteralRegex(ascii, ""); }
-
-// `content` (a tree over characters) as the JSON text of a string: each character spelled raw
-// when JSON allows it, or by its short escape; characters that only \uXXXX could spell (other
-// control characters) are left out.
-RegexNode JsonSpelled(const RegexNode& content) {
-  if (content.kind != RegexNode::Kind::kChars) {
-    RegexNode out = content;
-    for (RegexNode& child : out.children) child = JsonSpelled(child);
-    return out;
-  }
-  static constexpr std::pair<char32_t, std::string_view> kEscapes[] = {
-      {U'"', "\\\""}, {U'\\', "\\\\"}, {U'\b', "\\b"}, {U'\f', "\\f"},
-      {U'\n', "\\n"}, {U'\r', "\\r"},  {U'\t', "\\t"}};
-  RegexNode any;
-  any.kind = RegexNode::Kind::kAlternate;
-  RegexNode raw;
-  raw.kind = RegexNode::Kind::kChars;
-  for (auto [lo, hi] : content.ranges) {
-    lo = std::max<char32_t>(lo, 0x20);
-    // Split around '"' (0x22) and '\\' (0x5C), which are only escaped.
-    for (char32_t cut : {char32_t{0x22}, char32_t{0x5C}}) {
-      if (lo <= cut && cut <= hi) {
-        if (lo < cut) raw.ranges.emplace_back(lo, cut - 1);
-        lo = cut + 1;
-      }
-    }
-    if (lo <= hi) raw.ranges.emplace_back(lo, hi);
-  }
-  if (!raw.ranges.empty()) any.children.push_back(std::move(raw));
-  for (const auto& [c, escape] : kEscapes)
-    for (const auto& [lo, hi] : content.ranges)
-      if (lo <= c && c <= hi) any.children.push_back(Literal(escape));
-  if (any.children.empty()) return raw;  // no character: matches nothing
-  return any;
-}
-
-RegexNode Sequence(std::vector<RegexNode> parts) {
-  RegexNode seq;
-  seq.kind = RegexNode::Kind::kConcat;
-  seq.children = std::move(parts);
-  return seq;
-}
-
-RegexNode Repeated(RegexNode node, int32_t min, int32_t max) {
-  RegexNode r;
-  r.kind = RegexNode::Kind::kRepeat;
-  r.min_repeat = min;
-  r.max_repeat = max;
-  r.children.push_back(std::move(node));
-  return r;
-}
-
 class Compiler {
  public:
   Compiler(const json& root, const std::string& what) : root_(root), what_(what) {}
@@ -116,15 +68,20 @@ class Compiler {
     }
     if (!s.is_object())
       return InvalidArgument("{}: a schema must be an object or a boolean", what_);
-    // A type list is split below, each alternative keeping the string keywords only if a string.
-    const bool is_string = s.contains("type") &&
-                           (s["type"] == "string" ||
-                            (s["type"].is_array() && std::find(s["type"].begin(), s["type"].end(),
-                                                               "string") != s["type"].end()));
-    for (std::string_view k : kStringKeywords)
-      if (s.contains(std::string(k)) && !is_string)
-        return Unimplemented("{}: '{}' is not supported on a schema other than type \"string\"",
-                             what_, k);
+    // A type list is split below, each alternative keeping a type's keywords only if of it.
+    auto has_type = [&](const char* type) {
+      if (!s.contains("type")) return false;
+      const json& t = s["type"];
+      return t == type || (t.is_array() && std::find(t.begin(), t.end(), type) != t.end());
+    };
+    using Keywords = std::span<const std::string_view>;
+    for (const auto& [keywords, type] :
+         {std::pair<Keywords, const char*>{kStringKeywords, "string"},
+          std::pair<Keywords, const char*>{kIntegerKeywords, "integer"}})
+      for (std::string_view k : keywords)
+        if (s.contains(std::string(k)) && !has_type(type))
+          return Unimplemented("{}: '{}' is not supported on a schema other than type \"{}\"",
+                               what_, k, type);
     for (std::string_view k : kUnsupported)
       if (s.contains(std::string(k)))
         return Unimplemented(
@@ -162,8 +119,12 @@ class Compiler {
       for (const json& t : s["type"]) {
         json one = s;
         one["type"] = t;
-        if (t != "string")  // a string's keywords say nothing of the other types' values
+        // A type's keywords say nothing of the other types' values (but a number keeps an
+        // integer's bounds, to be refused: they would bound it too).
+        if (t != "string")
           for (std::string_view k : kStringKeywords) one.erase(std::string(k));
+        if (t != "integer" && t != "number")
+          for (std::string_view k : kIntegerKeywords) one.erase(std::string(k));
         alternatives.push_back(std::move(one));
       }
       if (alternatives.empty()) return InvalidArgument("{}: 'type' must not be empty", what_);
@@ -193,7 +154,9 @@ class Compiler {
     if (it == kScalars.end()) return InvalidArgument("{}: unknown type '{}'", what_, type);
     n.kind = it->second;
     if (n.kind == SchemaNode::Kind::kString) {
-      XI_ASSIGN_OR_RETURN(n.string_dfa, StringDfa(s));
+      XI_ASSIGN_OR_RETURN(n.text_dfa, StringDfa(s));
+    } else if (n.kind == SchemaNode::Kind::kInteger) {
+      XI_ASSIGN_OR_RETURN(n.text_dfa, IntegerDfa(s));
     }
     return Add(n);
   }
@@ -212,13 +175,13 @@ class Compiler {
         return InvalidArgument("{}: 'pattern' must be a string", what_);
       // JSON Schema's pattern is a search: it matches anywhere in the string unless anchored.
       RegexAnchors anchors;
-      XI_ASSIGN_OR_RETURN(content,
-                          ParseRegex(s["pattern"].get<std::string>(), Part("pattern"), &anchors));
+      XI_ASSIGN_OR_RETURN(content, ParseRegex(s["pattern"].get<std::string>(),
+                                              Part("a string's ", "pattern"), &anchors));
       std::vector<RegexNode> parts;
-      if (!anchors.start) parts.push_back(Repeated(AnyCharacter(), 0, -1));
+      if (!anchors.start) parts.push_back(RegexRepeat(AnyCharacter(), 0, -1));
       parts.push_back(std::move(content));
-      if (!anchors.end) parts.push_back(Repeated(AnyCharacter(), 0, -1));
-      content = Sequence(std::move(parts));
+      if (!anchors.end) parts.push_back(RegexRepeat(AnyCharacter(), 0, -1));
+      content = RegexConcat(std::move(parts));
     } else {
       int32_t bounds[2] = {0, -1};
       const char* keys[2] = {"minLength", "maxLength"};
@@ -234,14 +197,61 @@ class Compiler {
       }
       if (bounds[1] >= 0 && bounds[1] < bounds[0])
         return InvalidArgument("{}: 'maxLength' is below 'minLength'", what_);
-      content = Repeated(AnyCharacter(), bounds[0], bounds[1]);
+      content = RegexRepeat(AnyCharacter(), bounds[0], bounds[1]);
     }
-    return RegexDfa::Compile(Sequence({Literal("\""), JsonSpelled(content), Literal("\"")}),
-                             Part(has_pattern ? "pattern" : "length"));
+    return RegexDfa::Compile(JsonStringOf(content),
+                             Part("a string's ", has_pattern ? "pattern" : "length"));
   }
 
-  // What a string's pattern or length errors name: "<what>: a string's pattern".
-  std::string Part(const char* keyword) const { return what_ + ": a string's " + keyword; }
+  // The automaton of an integer with minimum / maximum / exclusiveMinimum / exclusiveMaximum
+  // (numbers, or draft 4's exclusive booleans beside minimum / maximum); null for any integer.
+  StatusOr<std::shared_ptr<const RegexDfa>> IntegerDfa(const json& s) {
+    std::optional<int64_t> lo, hi;
+    auto flag = [&](const char* key) { return s.contains(key) && s[key] == true; };
+    XI_RETURN_IF_ERROR(Bound(s, "minimum", false, flag("exclusiveMinimum"), lo));
+    XI_RETURN_IF_ERROR(Bound(s, "exclusiveMinimum", false, true, lo));
+    XI_RETURN_IF_ERROR(Bound(s, "maximum", true, flag("exclusiveMaximum"), hi));
+    XI_RETURN_IF_ERROR(Bound(s, "exclusiveMaximum", true, true, hi));
+    if (!lo && !hi) return std::shared_ptr<const RegexDfa>();
+    if (lo && hi && *lo > *hi)
+      return InvalidArgument("{}: no integer lies within the schema's minimum and maximum", what_);
+    return RegexDfa::Compile(JsonIntegerIn(lo, hi), Part("an integer's ", "range"));
+  }
+
+  // Narrows `bound` (a lower bound, or an upper one) to the integers `key` admits.
+  Status Bound(const json& s, const char* key, bool upper, bool exclusive,
+               std::optional<int64_t>& bound) const {
+    if (!s.contains(key) || s[key].is_boolean()) return Status::Ok();
+    const json& v = s[key];
+    if (!v.is_number()) return InvalidArgument("{}: '{}' must be a number", what_, key);
+    constexpr int64_t kLimit = 1'000'000'000'000'000'000;  // far from int64's edges
+    auto beyond = [&] {
+      return Unimplemented("{}: a '{}' beyond +-10^18 is not supported", what_, key);
+    };
+    int64_t b = 0;
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > static_cast<uint64_t>(kLimit)) return beyond();
+      b = static_cast<int64_t>(v.get<uint64_t>());
+      if (exclusive) b += upper ? -1 : 1;
+    } else if (v.is_number_integer()) {
+      if (v.get<int64_t>() < -kLimit) return beyond();
+      b = v.get<int64_t>();
+      if (exclusive) b += upper ? -1 : 1;
+    } else {
+      const double d = v.get<double>();
+      if (!(std::fabs(d) <= static_cast<double>(kLimit))) return beyond();
+      double r = upper ? std::floor(d) : std::ceil(d);
+      if (exclusive && r == d) r += upper ? -1 : 1;
+      b = static_cast<int64_t>(r);
+    }
+    bound = !bound ? b : upper ? std::min(*bound, b) : std::max(*bound, b);
+    return Status::Ok();
+  }
+
+  // What a string's pattern or an integer's range errors name: "<what>: a string's pattern".
+  std::string Part(const char* whose, const char* keyword) const {
+    return what_ + ": " + whose + keyword;
+  }
 
   // Every node's first bytes, and the alternative of every anyOf by first byte (they must start
   // differently: that is how the matcher picks one with a single state). Filled once every node

@@ -310,13 +310,12 @@ StatusOr<std::shared_ptr<const RegexDfa>> RegexDfa::FromPattern(std::string_view
 StatusOr<std::shared_ptr<const RegexDfa>> RegexDfa::FromChoices(
     const std::vector<std::string>& choices, std::string_view what) {
   if (choices.empty()) return InvalidArgument("{} must be a non-empty list of strings", what);
-  RegexNode any;
-  any.kind = RegexNode::Kind::kAlternate;
+  std::vector<RegexNode> literals;
   for (const std::string& choice : choices) {
     XI_ASSIGN_OR_RETURN(RegexNode literal, LiteralRegex(choice, what));
-    any.children.push_back(std::move(literal));
+    literals.push_back(std::move(literal));
   }
-  return Compile(any, what);
+  return Compile(RegexAlternate(std::move(literals)), what);
 }
 
 int32_t RegexDfa::Walk(int32_t state, std::string_view bytes) const {

@@ -378,12 +378,43 @@ StatusOr<RegexNode> ParseRegex(std::string_view pattern, std::string_view what,
 
 RegexNode AnyCharacter() { return CharsNode({{0, kMaxCodepoint}}); }
 
+RegexNode CharRange(char32_t lo, char32_t hi) { return CharsNode({{lo, hi}}); }
+
+RegexNode AsciiLiteral(std::string_view ascii) {
+  std::vector<RegexNode> chars;
+  for (char c : ascii)
+    chars.push_back(CharRange(static_cast<char32_t>(c), static_cast<char32_t>(c)));
+  return RegexConcat(std::move(chars));
+}
+
+RegexNode RegexConcat(std::vector<RegexNode> parts) {
+  RegexNode n;
+  n.kind = RegexNode::Kind::kConcat;
+  n.children = std::move(parts);
+  return n;
+}
+
+RegexNode RegexAlternate(std::vector<RegexNode> alternatives) {
+  RegexNode n;
+  n.kind = RegexNode::Kind::kAlternate;
+  n.children = std::move(alternatives);
+  return n;
+}
+
+RegexNode RegexRepeat(RegexNode node, int32_t min, int32_t max) {
+  RegexNode n;
+  n.kind = RegexNode::Kind::kRepeat;
+  n.min_repeat = min;
+  n.max_repeat = max;
+  n.children.push_back(std::move(node));
+  return n;
+}
+
 StatusOr<RegexNode> LiteralRegex(std::string_view text, std::string_view what) {
   XI_ASSIGN_OR_RETURN(std::u32string decoded, Decode(text, what));
-  RegexNode seq;
-  seq.kind = RegexNode::Kind::kConcat;
-  for (char32_t c : decoded) seq.children.push_back(CharsNode({{c, c}}));
-  return seq;
+  std::vector<RegexNode> chars;
+  for (char32_t c : decoded) chars.push_back(CharRange(c, c));
+  return RegexConcat(std::move(chars));
 }
 
 }  // namespace xinfer

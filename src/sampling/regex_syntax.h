@@ -52,8 +52,15 @@ struct RegexAnchors {
 StatusOr<RegexNode> ParseRegex(std::string_view pattern, std::string_view what,
                                RegexAnchors* anchors = nullptr);
 
-// Any one character (every Unicode scalar value).
+// Trees built directly (for expressions made by code rather than parsed): any one character (every
+// Unicode scalar value), the characters lo..hi, an ASCII string, parts in order, one of
+// `alternatives`, `node` repeated min..max times (max -1: no limit).
 RegexNode AnyCharacter();
+RegexNode CharRange(char32_t lo, char32_t hi);
+RegexNode AsciiLiteral(std::string_view ascii);
+RegexNode RegexConcat(std::vector<RegexNode> parts);
+RegexNode RegexAlternate(std::vector<RegexNode> alternatives);
+RegexNode RegexRepeat(RegexNode node, int32_t min, int32_t max);
 
 // A literal string as a tree (each UTF-8 character one kChars node); InvalidArgument when `text` is
 // not valid UTF-8.

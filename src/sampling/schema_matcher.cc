@@ -106,11 +106,12 @@ void SchemaMatcher::EndLiteral(int literal) {
 
 bool SchemaMatcher::StartValue(Frame& f, uint8_t byte) {
   const SchemaNode& n = node(f);
-  if (n.string_dfa != nullptr) {  // a string with pattern / length: its automaton from the quote
-    const int32_t state = n.string_dfa->Next(n.string_dfa->start(), byte);
+  if (n.text_dfa != nullptr) {  // a string / integer with assertions: its automaton
+    const int32_t state = n.text_dfa->Next(n.text_dfa->start(), byte);
     if (state == RegexDfa::kDead) return false;
-    f.phase = Phase::kStringText;
+    f.phase = Phase::kText;
     f.candidates = static_cast<uint64_t>(state);
+    if (n.text_dfa->accepting(state) && !n.text_dfa->can_continue(state)) Pop();
     return true;
   }
   switch (n.kind) {
@@ -186,12 +187,19 @@ bool SchemaMatcher::Advance(uint8_t byte) {
         if (AnyEndsAt(n.keys, keep, f.pos)) f.phase = Phase::kColon;
         return true;
       }
-      case Phase::kStringText: {
-        const int32_t state = n.string_dfa->Next(static_cast<int32_t>(f.candidates), byte);
-        if (state == RegexDfa::kDead) return false;
+      case Phase::kText: {
+        const RegexDfa& dfa = *n.text_dfa;
+        const int32_t state = dfa.Next(static_cast<int32_t>(f.candidates), byte);
+        if (state == RegexDfa::kDead) {
+          // A value that can end (an integer's last digit) ends before this byte, which its
+          // container then takes.
+          if (!dfa.accepting(static_cast<int32_t>(f.candidates))) return false;
+          Pop();
+          continue;
+        }
         f.candidates = static_cast<uint64_t>(state);
-        // Accepting only past the closing quote (an unescaped '"' ends the text).
-        if (n.string_dfa->accepting(state)) Pop();
+        // A value that cannot go on (a string past its closing quote) ends here.
+        if (dfa.accepting(state) && !dfa.can_continue(state)) Pop();
         return true;
       }
       case Phase::kLiteral: {

@@ -46,7 +46,7 @@ class SchemaMatcher {
     kArrayNext,   // after an item: ',' or ']'
     kLeaf,        // inside a string / number / boolean / null / any value (leaf_)
     kLiteral,     // inside an enum / const value: `candidates` are those it may still be
-    kStringText,  // inside a string with pattern / length: `candidates` is its automaton's state
+    kText,        // inside a value with a text_dfa: `candidates` is its automaton's state
   };
   struct Frame {
     int32_t node = 0;

@@ -176,6 +176,40 @@ TEST(SchemaMatcherTest, StringPatternAndLengthAreEnforced) {
   }
 }
 
+// An integer's minimum / maximum (and their exclusive forms, draft 4's booleans too) bound the
+// digits as they come; the integer ends at the byte after it, which its container takes.
+TEST(SchemaMatcherTest, IntegerBoundsAreEnforced) {
+  auto age = Compile(R"({"type":"object","properties":{
+      "age":{"type":"integer","minimum":0,"maximum":150},
+      "delta":{"type":["integer","null"],"exclusiveMinimum":-3,"exclusiveMaximum":2.5},
+      "odd":{"type":"integer","minimum":10,"exclusiveMinimum":true}},
+      "required":["age","delta","odd"]})");
+  ASSERT_NE(age, nullptr);
+  for (const std::string text :
+       {R"({"age":0,"delta":-2,"odd":11})", R"({"age": 150 , "delta": null, "odd": 99999})",
+        R"({"age":37,"delta":2,"odd":12})"}) {
+    EXPECT_EQ(Check(*age, text), -1) << text;
+    for (size_t n = 1; n < text.size(); ++n)
+      EXPECT_EQ(Check(*age, text.substr(0, n)), -2) << text.substr(0, n);
+  }
+  const std::pair<const char*, int> refused[] = {{R"({"age":151)", 9},
+                                                 {R"({"age":-1)", 7},
+                                                 {R"({"age":01)", 8},
+                                                 {R"({"age":1.5)", 8},
+                                                 {R"({"age":3,"delta":-3)", 18},
+                                                 {R"({"age":3,"delta":3)", 17},
+                                                 {R"({"age":3,"delta":0,"odd":10})", 27},
+                                                 {R"({"age":1500)", 10}};
+  for (const auto& [text, at] : refused) EXPECT_EQ(Check(*age, text), at) << text;
+  // A root integer ends at the whitespace after it.
+  auto root = Compile(R"({"type":"integer","maximum":-10})");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(Check(*root, "-10"), -2);
+  EXPECT_EQ(Check(*root, "-10 "), -1);
+  EXPECT_EQ(Check(*root, "-9"), -2);  // -90, -91, ... go on
+  EXPECT_EQ(Check(*root, "-9 "), 2);
+}
+
 TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type":"string","pattern":"a+","minLength":1})", "'pattern' is not supported"},
@@ -189,7 +223,11 @@ TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
       {R"({"type":"string","minLength":3,"maxLength":2})", "'maxLength' is below 'minLength'"},
       {R"({"type":"string","maxLength":5000})", "a 'maxLength' above 1000"},
       {R"({"type":"string","pattern":"^[\u0001-\u0007]$"})", "matches no string"},
-      {R"({"type":"integer","minimum":0})", "'minimum' is not supported"},
+      {R"({"type":"number","minimum":0})", "'minimum' is not supported"},
+      {R"({"type":["integer","number"],"maximum":3})", "'maximum' is not supported"},
+      {R"({"type":"integer","minimum":"1"})", "'minimum' must be a number"},
+      {R"({"type":"integer","minimum":1e19})", "beyond +-10^18"},
+      {R"({"type":"integer","minimum":3,"exclusiveMaximum":3})", "no integer lies within"},
       {R"({"anyOf":[{"type":"string"},{"enum":["a"]}]})", "can both start with '\"'"},
       {R"({"$ref":"#/$defs/missing"})", "does not name a schema"},
       {R"({"type":"object","additionalProperties":{"type":"string"}})", "keys are free"},

@@ -145,5 +145,28 @@ TEST(GuidedRegexTest, ChoicesEndOnExactlyOneOfThem) {
   EXPECT_EQ(seen, (std::set<std::string>{"yes", "no", "yesterday"}));
 }
 
+// min_tokens holds the end back, but a complete match that cannot go on leaves nothing else: the
+// match ends there (shorter than min_tokens) instead of the step failing with no token left.
+TEST(GuidedRegexTest, ACompleteMatchEndsEvenBeforeMinTokens) {
+  const auto v = std::make_shared<const TokenVocabulary>(
+      std::vector<std::string>{"n", "o", "no", "" /* EOS */, "x"});
+  SamplingParams p;
+  p.guided = GuidedDecoding::kRegex;
+  p.regex = *RegexDfa::FromChoices({"no", "nox"}, "guided_choice");
+  p.temperature = 0.0f;
+  p.min_tokens = 6;
+  Sampler s(p, {3}, 1, v);
+  std::vector<int32_t> out = {2};  // "no": "x" may still follow, so min_tokens keeps the end off
+  std::vector<float> logits = {0.f, 0.f, 0.f, 5.f, -1.f};
+  auto r = s.Sample(logits, {}, out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->token, 4);
+  out.push_back(4);  // "nox": complete, nothing can follow
+  logits = {0.f, 0.f, 0.f, 5.f, -1.f};
+  r = s.Sample(logits, {}, out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->token, 3);
+}
+
 }  // namespace
 }  // namespace xinfer

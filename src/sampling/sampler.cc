@@ -102,16 +102,27 @@ Status Sampler::ProcessLogits(std::span<float> logits, std::span<const int32_t> 
 
   // min_tokens: the tokens that would end the sequence cannot be sampled yet. With ignore_eos,
   // EOS does not end anything, so its probability is left alone.
+  std::vector<int32_t>& ends = ThreadScratch().ids;
+  ends.assign(eos_token_ids_.begin(), eos_token_ids_.end());
+  ends.insert(ends.end(), params_.stop_token_ids.begin(), params_.stop_token_ids.end());
+  std::vector<std::pair<int32_t, float>> held_ends;  // guided: end logits min_tokens masked
   if (output_ids.size() < static_cast<size_t>(std::max(params_.min_tokens, 0))) {
+    if (guided_)
+      for (int32_t id : ends)
+        if (id >= 0 && static_cast<size_t>(id) < logits.size())
+          held_ends.emplace_back(id, logits[static_cast<size_t>(id)]);
     MaskTokens(logits, params_.stop_token_ids);
     if (!params_.ignore_eos) MaskTokens(logits, eos_token_ids_);
   }
   if (guided_) {
     XI_RETURN_IF_ERROR(guided_->CatchUp(output_ids));
-    std::vector<int32_t>& ends = ThreadScratch().ids;
-    ends.assign(eos_token_ids_.begin(), eos_token_ids_.end());
-    ends.insert(ends.end(), params_.stop_token_ids.begin(), params_.stop_token_ids.end());
     guided_->Mask(logits, ends);
+    // A complete value that cannot go on leaves only the end, which min_tokens holds back: the
+    // guide wins (the output is the whole value, shorter than min_tokens) rather than no token.
+    if (!held_ends.empty() && guided_->complete() &&
+        std::none_of(logits.begin(), logits.end(),
+                     [](float l) { return l > -std::numeric_limits<float>::infinity(); }))
+      for (const auto& [id, logit] : held_ends) logits[static_cast<size_t>(id)] = logit;
   }
   return Status::Ok();
 }

@@ -49,7 +49,8 @@ class Sampler {
   // same on every call. `output_ids`: the tokens generated so far, append-only across calls.
   //
   // Order (as vLLM): NaN → -inf; raw logprobs; allowed_token_ids; logit_bias; repetition,
-  // presence, frequency penalties; min_tokens masking; the guided-decoding mask; then greedy
+  // presence, frequency penalties; min_tokens masking; the guided-decoding mask (a complete guided
+  // value that nothing can continue ends even before min_tokens); then greedy
   // argmax, or temperature, top-k, top-p, min-p and an inverse-CDF draw.
   //
   // Errors (never a crash): InvalidArgument if a prompt/output/logit_bias id is outside the

@@ -9,6 +9,7 @@
 #include "sampling/guided_regex.h"
 #include "sampling/json_matcher.h"
 #include "sampling/schema_matcher.h"
+#include "sampling/token_set.h"
 
 namespace xinfer {
 
@@ -54,9 +55,14 @@ class MatcherGuide final : public Guide {
   }
 
  private:
+  // The tokens allowed in matcher_'s state, every token tried.
+  TokenSet Allowed() const;
+
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   Matcher matcher_;
-  size_t consumed_ = 0;  // output tokens fed to matcher_
+  size_t consumed_ = 0;                            // output tokens fed to matcher_
+  mutable TokenSetCache<std::string> token_sets_;  // by matcher_.AppendStateKey
+  mutable std::string state_key_;
 };
 
 // Holds the schema the matcher borrows.
@@ -94,14 +100,14 @@ Status MatcherGuide<Matcher>::CatchUp(std::span<const int32_t> output_ids) {
 
 template <class Matcher>
 void MatcherGuide<Matcher>::Mask(std::span<float> logits, std::span<const int32_t> end_ids) const {
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();
-  const bool complete = matcher_.complete();
-  // The end tokens' logits, to put back once the object is complete.
-  std::vector<std::pair<int32_t, float>> ends;
-  if (complete)
-    for (int32_t id : end_ids)
-      if (id >= 0 && static_cast<size_t>(id) < logits.size())
-        ends.emplace_back(id, logits[static_cast<size_t>(id)]);
+  state_key_.clear();
+  matcher_.AppendStateKey(&state_key_);
+  const TokenSet& allowed = token_sets_.Get(state_key_, [&] { return Allowed(); });
+  ApplyTokenSet(logits, allowed, vocabulary_->size(), matcher_.complete(), end_ids);
+}
+
+template <class Matcher>
+TokenSet MatcherGuide<Matcher>::Allowed() const {
   // Which first bytes can follow: most tokens fail on their first byte outside strings, so this
   // table (256 tries) skips them without copying the matcher. Empty tokens have first byte 0,
   // which no state takes.
@@ -112,30 +118,18 @@ void MatcherGuide<Matcher>::Mask(std::span<float> logits, std::span<const int32_
   }
   const TokenVocabulary& v = *vocabulary_;
   const bool in_string = matcher_.in_string();
-  const size_t n = std::min(logits.size(), v.size());
-  for (size_t id = 0; id < n; ++id) {
-    if (logits[id] == kMasked) continue;
-    if (!first_ok[v.first_byte(id)]) {
-      logits[id] = kMasked;
-      continue;
-    }
+  TokenSet allowed((v.size() + 63) / 64, 0);
+  for (size_t id = 0; id < v.size(); ++id) {
+    if (!first_ok[v.first_byte(id)]) continue;
     // Inside a string most tokens are plain text: accepted without a byte-by-byte try.
-    if (in_string && v.plain_string_text(id)) continue;
     const std::string& b = v.bytes(id);
-    if (b.size() == 1) continue;
-    Matcher m = matcher_;
-    if (!m.Advance(b)) logits[id] = kMasked;
+    if (b.size() > 1 && !(in_string && v.plain_string_text(id))) {
+      Matcher m = matcher_;
+      if (!m.Advance(b)) continue;
+    }
+    TokenSetAdd(allowed, id);
   }
-  for (size_t id = n; id < logits.size(); ++id) logits[id] = kMasked;
-  if (complete) {
-    for (const auto& [id, logit] : ends) logits[static_cast<size_t>(id)] = logit;
-  } else {
-    // An end token that is also text (a stop token id chosen by the client) must not end an
-    // incomplete object.
-    for (int32_t id : end_ids)
-      if (id >= 0 && static_cast<size_t>(id) < logits.size())
-        logits[static_cast<size_t>(id)] = kMasked;
-  }
+  return allowed;
 }
 
 }  // namespace

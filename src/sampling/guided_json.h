@@ -1,7 +1,9 @@
 // Guided decoding of JSON output (`response_format` json_object or json_schema, vLLM's
 // guided_json): per step, the tokens that would take the output off every valid value are masked,
 // and the end of the sequence is allowed only once the value is complete, so a sequence that ends
-// by itself is one valid value.
+// by itself is one valid value. The allowed tokens of each matcher state are computed once per
+// sequence and reused when the state comes back (token_set.h), as they do between tokens and
+// inside strings.
 //
 // Ownership and threading: a TokenVocabulary is built once per engine (from
 // Tokenizer::TokenBytes) and shared read-only by every sampler on every thread, as is a compiled

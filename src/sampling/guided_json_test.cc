@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
+#include "sampling/guided_regex.h"
 #include "sampling/json_matcher.h"
 #include "sampling/sampler.h"
 
@@ -46,6 +48,55 @@ TEST(GuidedJsonObjectTest, MaskAdmitsWhatContinuesAnObjectAndEndsOnlyWhenComplet
   // A token the mask refused is an error, not a corrupted state.
   out.push_back(0);
   EXPECT_EQ(g->CatchUp(out).code(), StatusCode::kInvalidArgument);
+}
+
+// Guides cache each state's token set by the state's key: along sampled outputs, the mask of a
+// guide that has seen many states equals, at every step, the mask of a new guide fed the same
+// output (which computes it afresh). A key that left out part of the state would differ.
+TEST(GuidedJsonObjectTest, CachedMasksEqualFreshOnesAlongSampledOutputs) {
+  const auto v = std::make_shared<const TokenVocabulary>(std::vector<std::string>{
+      "{", "}",    "\"",   "a", ":", "1", " ",   "[",  "]",    ",", "\"a\":", "" /* EOS */, "\\",
+      "n", "\xC3", "\xA9", "-", ".", "e", "tru", "e}", "null", "0", "12",     "\"x\"",      "\n"});
+  constexpr int32_t kEos = 11;
+  auto schema = CompileJsonSchema(nlohmann::ordered_json::parse(R"({"type":"object",
+      "properties":{"a":{"type":"array","items":{"anyOf":[{"type":"string","maxLength":3},
+      {"type":"integer","minimum":-5,"maximum":120},{"type":"null"}]}},
+      "b":{"type":"string","pattern":"^[a\\u00e9]+$"}},"required":["a"]})"),
+                                  "schema");
+  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  auto regex = RegexDfa::FromPattern("(a|1|é)+(\\.e)?", "guided_regex");
+  ASSERT_TRUE(regex.ok());
+  const std::vector<std::function<std::unique_ptr<Guide>()>> kinds = {
+      [&] { return NewJsonObjectGuide(v); }, [&] { return NewJsonSchemaGuide(v, *schema); },
+      [&] { return NewRegexGuide(v, *regex); }};
+  std::mt19937 rng(21);
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    int steps = 0;
+    for (int run = 0; run < 40; ++run) {
+      auto cached = kinds[k]();
+      std::vector<int32_t> out;
+      for (int step = 0; step < 30; ++step) {
+        ASSERT_TRUE(cached->CatchUp(out).ok());
+        auto fresh = kinds[k]();
+        ASSERT_TRUE(fresh->CatchUp(out).ok());
+        std::vector<float> a(v->size(), 0.f), b(v->size(), 0.f);
+        const std::vector<int32_t> ends = {kEos};
+        cached->Mask(a, ends);
+        fresh->Mask(b, ends);
+        ASSERT_EQ(a, b) << "guide " << k << " step " << step;
+        ++steps;
+        std::vector<int32_t> allowed;
+        for (size_t id = 0; id < a.size(); ++id)
+          if (!std::isinf(a[id])) allowed.push_back(static_cast<int32_t>(id));
+        // A dead end of this small vocabulary ("n" with no "u" to go on): this run is over.
+        if (allowed.empty()) break;
+        const int32_t next = allowed[rng() % allowed.size()];
+        if (next == kEos) break;
+        out.push_back(next);
+      }
+    }
+    EXPECT_GT(steps, 100) << k;
+  }
 }
 
 TEST(GuidedJsonObjectTest, StopTokenIdsThatAreTextCannotEndAnIncompleteObject) {

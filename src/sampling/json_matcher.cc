@@ -11,6 +11,25 @@ bool IsHexDigit(uint8_t b) {
 
 }  // namespace
 
+void JsonMatcher::AppendStateKey(std::string* key) const {
+  // Every field, the container bits masked to the open ones (the rest are rewritten on opening).
+  const uint64_t open = depth_ >= 64 ? ~uint64_t{0} : (uint64_t{1} << depth_) - 1;
+  const uint64_t containers = containers_ & open;
+  const uintptr_t literal = reinterpret_cast<uintptr_t>(literal_);
+  const uint8_t small[] = {static_cast<uint8_t>(mode_),
+                           static_cast<uint8_t>(number_),
+                           key_,
+                           hex_left_,
+                           utf8_left_,
+                           utf8_lo_,
+                           utf8_hi_,
+                           ws_run_,
+                           static_cast<uint8_t>(depth_)};
+  key->append(reinterpret_cast<const char*>(small), sizeof(small));
+  key->append(reinterpret_cast<const char*>(&containers), sizeof(containers));
+  key->append(reinterpret_cast<const char*>(&literal), sizeof(literal));
+}
+
 JsonMatcher JsonMatcher::ForValue() {
   JsonMatcher m;
   m.Advance("{\"\":");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace xinfer {
@@ -33,6 +34,9 @@ class JsonMatcher {
   // primed as if inside `{"":`. value_complete() says when that value has ended — a number only
   // once the byte after it is seen, so its owner asks number_can_end() at a delimiter instead.
   static JsonMatcher ForValue();
+  // Appends bytes that tell this state apart: two matchers with the same key accept the same
+  // continuations (a guide caches its token sets by it).
+  void AppendStateKey(std::string* key) const;
   bool value_complete() const { return depth_ == 1 && mode_ == Mode::kCommaOrClose; }
   // ForValue(): the value itself is a number (not one inside an array or object of it)...
   bool in_top_number() const { return depth_ == 1 && mode_ == Mode::kNumber; }

@@ -74,6 +74,23 @@ bool SchemaMatcher::in_string() const {
          (kind == SchemaNode::Kind::kString || kind == SchemaNode::Kind::kAny);
 }
 
+void SchemaMatcher::AppendStateKey(std::string* key) const {
+  const uint8_t head[] = {static_cast<uint8_t>(depth_), ws_run_};
+  key->append(reinterpret_cast<const char*>(head), sizeof(head));
+  for (int i = 0; i < depth_; ++i) {
+    const Frame& f = frames_[static_cast<size_t>(i)];
+    const uint8_t phase = static_cast<uint8_t>(f.phase);
+    key->append(reinterpret_cast<const char*>(&f.node), sizeof(f.node));
+    key->append(reinterpret_cast<const char*>(&phase), 1);
+    key->append(reinterpret_cast<const char*>(&f.count), sizeof(f.count));
+    key->append(reinterpret_cast<const char*>(&f.pos), sizeof(f.pos));
+    key->append(reinterpret_cast<const char*>(&f.candidates), sizeof(f.candidates));
+  }
+  // The leaf matcher only matters while the top frame is in it (it is restarted for each leaf).
+  if (depth_ > 0 && frames_[static_cast<size_t>(depth_ - 1)].phase == Phase::kLeaf)
+    leaf_.AppendStateKey(key);
+}
+
 uint64_t SchemaMatcher::AllowedKeys(const SchemaNode& n, int next) {
   uint64_t keys = 0;
   for (int i = next; i < static_cast<int>(n.keys.size()); ++i) {

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "sampling/json_matcher.h"
@@ -33,6 +34,9 @@ class SchemaMatcher {
   bool complete() const { return depth_ == 0; }
   // Inside a string whose content is free (a string or any-value leaf), between characters.
   bool in_string() const;
+  // Appends bytes that tell this state apart (for the same schema): two matchers with the same key
+  // accept the same continuations.
+  void AppendStateKey(std::string* key) const;
 
  private:
   enum class Phase : uint8_t {

@@ -7,6 +7,7 @@
 #include "server/errors.h"
 #include "server/metrics.h"
 #include "server/reasoning_parser.h"
+#include "server/required_tool_calls.h"
 #include "server/tool_parser.h"
 
 namespace xinfer::server {
@@ -108,6 +109,58 @@ TEST(ToolParserTest, UnterminatedCallAtTheEnd) {
   d = s.Finish();
   ASSERT_EQ(d.tool_call_deltas.size(), 2u);
   EXPECT_EQ(s.num_calls(), 1);
+}
+
+// tool_choice "required": the list read piece by piece gives, for every cut, the headers in order
+// as each name completes and arguments that join to the parameters' text; cut short or not a
+// list, it is not complete.
+TEST(RequiredToolCallStreamTest, StreamsCallsAsTheListArrives) {
+  const std::string text =
+      " [{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"n\": [1, 2.5]}},\n"
+      "  {\"name\":\"t\\u00e9\",\"parameters\":{}}, {\"name\": \"x\", \"parameters\": 12}] ";
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"get_weather", "{\"city\": \"Paris\", \"n\": [1, 2.5]}"}, {"t\xC3\xA9", "{}"}, {"x", "12"}};
+  for (size_t i = 0; i <= text.size(); ++i) {
+    for (size_t j = i; j <= text.size(); j += 5) {
+      RequiredToolCallStream s;
+      std::vector<json> deltas;
+      for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)})
+        for (auto& d : s.Append(piece)) deltas.push_back(d);
+      ASSERT_TRUE(s.complete()) << i << "," << j;
+      std::vector<std::string> names, arguments(3);
+      for (const json& d : deltas) {
+        const int index = d["index"].get<int>();
+        if (d.contains("id")) {
+          ASSERT_EQ(index, static_cast<int>(names.size()));
+          names.push_back(d["function"]["name"].get<std::string>());
+        } else {
+          ASSERT_LT(index, static_cast<int>(names.size()));  // arguments after their header
+          arguments[static_cast<size_t>(index)] += d["function"]["arguments"].get<std::string>();
+        }
+      }
+      ASSERT_EQ(names.size(), 3u);
+      for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(names[k], expected[k].first);
+        EXPECT_EQ(arguments[k], expected[k].second);
+        EXPECT_EQ(s.calls()[k].arguments, expected[k].second);
+      }
+    }
+  }
+  // The header goes out as soon as the name is complete, before any argument.
+  RequiredToolCallStream s;
+  EXPECT_TRUE(s.Append("[{\"name\": \"get_wea").empty());
+  auto d = s.Append("ther\", \"parameters\": {\"ci");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(d[1]["function"]["arguments"], "{\"ci");
+  EXPECT_FALSE(s.complete());
+  for (const char* bad :
+       {"", "[]", "[{\"name\": \"f\"}]", "{\"name\": \"f\"}", "[{\"name\": 3, \"parameters\": {}}]",
+        "[{\"name\": \"f\", \"parameters\": {}}] x", "[{\"name\": \"f\", \"parameters\": {}}"}) {
+    RequiredToolCallStream b;
+    b.Append(bad);
+    EXPECT_FALSE(b.complete()) << bad;
+  }
 }
 
 TEST(ErrorsTest, MapsStatusCodesInOnePlace) {

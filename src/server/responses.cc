@@ -169,21 +169,13 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     content = std::move(rd.content);
   }
   if (req_.tools_required) {
-    // tool_choice "required": the list is parsed whole once the output ends.
+    // tool_choice "required": the calls streamed as the list is read.
+    if (!c.required) c.required.emplace();
     c.text += content;
+    for (json& d : c.required->Append(content)) tool_deltas.push_back(std::move(d));
     content.clear();
-    if (out.finished) {
-      if (auto calls = ParseRequiredToolCalls(c.text)) {
-        for (size_t i = 0; i < calls->size(); ++i) {
-          const ToolCall& call = (*calls)[i];
-          tool_deltas.push_back(call.HeaderDelta(static_cast<int>(i)));
-          tool_deltas.push_back(ToolCall::ArgumentsDelta(static_cast<int>(i), call.arguments));
-        }
-        c.required_calls = static_cast<int>(calls->size());
-      } else {
-        content = c.text;  // not a whole list (cut short): the text, as content
-      }
-    }
+    c.required_calls = static_cast<int>(c.required->calls().size());
+    if (out.finished && c.required_calls == 0) content = c.text;  // no call at all: the text
   } else if (!req_.forced_tool.empty()) {
     // A named tool_choice: the text is the call's arguments, streamed as tool_calls deltas.
     if (!content.empty()) {
@@ -288,8 +280,10 @@ json ResponseBuilder::Response() {
                                .ToJson());
       content = "";
     } else if (req_.tools_required && content.is_string()) {
-      if (auto calls = ParseRequiredToolCalls(content.get<std::string>())) {
-        for (const ToolCall& call : *calls) tool_calls.push_back(call.ToJson());
+      RequiredToolCallStream list;
+      list.Append(content.get<std::string>());
+      if (list.complete()) {  // else (cut short) the text stays content
+        for (const ToolCall& call : list.calls()) tool_calls.push_back(call.ToJson());
         content = "";
         if (reason == "stop") reason = "tool_calls";
       }

@@ -11,6 +11,7 @@
 #include "engine/llm_engine.h"
 #include "server/protocol.h"
 #include "server/reasoning_parser.h"
+#include "server/required_tool_calls.h"
 #include "server/tool_parser.h"
 
 namespace xinfer::server {
@@ -42,7 +43,8 @@ class ResponseBuilder {
     std::optional<Qwen3ReasoningStream> reasoning;
     std::optional<HermesToolStream> tools;
     std::string forced_call_id;  // a named tool_choice's call, once its first delta went out
-    int required_calls = 0;      // tool_choice "required": the calls streamed at the end
+    std::optional<RequiredToolCallStream> required;  // tool_choice "required"
+    int required_calls = 0;                          // the calls it has streamed
   };
 
   nlohmann::ordered_json Usage() const;

@@ -49,20 +49,6 @@ json ToolCall::ToJson() const {
       {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
 }
 
-std::optional<std::vector<ToolCall>> ParseRequiredToolCalls(std::string_view text) {
-  const json list = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!list.is_array() || list.empty()) return std::nullopt;
-  std::vector<ToolCall> calls;
-  for (const json& item : list) {
-    if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
-        !item.contains("parameters"))
-      return std::nullopt;
-    calls.push_back({NewToolCallId(), item["name"].get<std::string>(),
-                     item["parameters"].dump(-1, ' ', false, json::error_handler_t::replace)});
-  }
-  return calls;
-}
-
 json ToolCall::HeaderDelta(int index) const {
   return {{"index", index},
           {"id", id},

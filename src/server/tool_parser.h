@@ -39,11 +39,6 @@ struct ToolSplit {
 
 ToolSplit ParseHermesToolCalls(std::string_view text);
 
-// tool_choice "required" output: a JSON list of {"name": string, "parameters": value}; the calls
-// (arguments: the parameters as JSON text), or nullopt when the text is not such a list (e.g. cut
-// short by max_tokens).
-std::optional<std::vector<ToolCall>> ParseRequiredToolCalls(std::string_view text);
-
 class HermesToolStream {
  public:
   struct Delta {

@@ -342,9 +342,13 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
       assert.deepEqual(Object.keys(args), [key]);
       assert.ok(values.includes(args[key]), call.function.arguments);
     }
-    // Streamed: the same calls, as tool_calls deltas at the end.
+    // Streamed: the same calls, as tool_calls deltas while the list is written (a header once its
+    // name is complete, the arguments piece by piece), not all at the end.
     const chunks = await collect(await client.chat.completions.create({ ...req, stream: true }));
     const deltas = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+    assert.ok(deltas.length > 2 * m.tool_calls.length, JSON.stringify(deltas));
+    const firstCall = chunks.findIndex((c) => c.choices[0]?.delta?.tool_calls);
+    assert.ok(firstCall < chunks.length - 3, `first tool_calls delta in chunk ${firstCall} of ${chunks.length}`);
     assert.deepEqual(deltas.filter((d) => d.function.name).map((d) => d.function.name),
       m.tool_calls.map((c) => c.function.name));
     assert.equal(deltas.filter((d) => !d.function.name).map((d) => d.function.arguments).join(''),

@@ -56,7 +56,86 @@ RegexNode NonNegative(int64_t a, std::optional<int64_t> b) {
   return RegexAlternate(std::move(parts));
 }
 
+// What may follow a number's integer part.
+enum class Fraction { kNone, kZero, kNonZero, kAny };
+
+Fraction Both(Fraction a, Fraction b) {
+  if (a == Fraction::kAny) return b;
+  if (b == Fraction::kAny) return a;
+  return a == b ? a : Fraction::kNone;
+}
+
+RegexNode FractionOf(Fraction f) {
+  const RegexNode digits = RegexRepeat(Digits('0', '9'), 0, -1);
+  switch (f) {
+    case Fraction::kAny:  // nothing, or '.' and digits
+      return RegexRepeat(RegexConcat({AsciiLiteral("."), RegexRepeat(Digits('0', '9'), 1, -1)}), 0,
+                         1);
+    case Fraction::kZero:  // nothing, or '.' and zeros
+      return RegexRepeat(RegexConcat({AsciiLiteral("."), RegexRepeat(Digits('0', '0'), 1, -1)}), 0,
+                         1);
+    case Fraction::kNonZero:  // '.' and digits, one of them not 0
+      return RegexConcat({AsciiLiteral("."), digits, Digits('1', '9'), digits});
+    case Fraction::kNone:
+      break;
+  }
+  return RegexNode{};
+}
+
+// Magnitudes m = I.F >= 0 (I the integer part) within `lo` (absent: m >= 0) and `hi`, whose
+// values are >= 0: for each I, the fractions both bounds allow — any between them, at a bound
+// what its strictness leaves.
+std::optional<RegexNode> Magnitudes(std::optional<NumberBound> lo, std::optional<NumberBound> hi) {
+  const NumberBound l = lo.value_or(NumberBound{0, false});
+  const Fraction at_lo = l.strict ? Fraction::kNonZero : Fraction::kAny;
+  std::vector<RegexNode> parts;
+  auto add = [&](int64_t a, std::optional<int64_t> b, Fraction f) {
+    if (f != Fraction::kNone && (!b || a <= *b))
+      parts.push_back(RegexConcat({NonNegative(a, b), FractionOf(f)}));
+  };
+  if (!hi) {
+    add(l.value, l.value, at_lo);
+    add(l.value + 1, std::nullopt, Fraction::kAny);
+  } else {
+    const Fraction at_hi = hi->strict ? Fraction::kNone : Fraction::kZero;
+    if (l.value == hi->value) {
+      add(l.value, l.value, Both(at_lo, at_hi));
+    } else if (l.value < hi->value) {
+      add(l.value, l.value, at_lo);
+      add(l.value + 1, hi->value - 1, Fraction::kAny);
+      add(hi->value, hi->value, at_hi);
+    }
+  }
+  if (parts.empty()) return std::nullopt;
+  return RegexAlternate(std::move(parts));
+}
+
 }  // namespace
+
+RegexNode JsonNumberIn(std::optional<NumberBound> lower, std::optional<NumberBound> upper) {
+  std::vector<RegexNode> parts;
+  // x >= 0, written as its magnitude: a lower bound above 0 (or x > 0) bounds it; an upper bound
+  // below 0 (or x < 0) leaves none.
+  if (!upper || upper->value > 0 || (upper->value == 0 && !upper->strict)) {
+    std::optional<NumberBound> lo;
+    if (lower && (lower->value > 0 || (lower->value == 0 && lower->strict))) lo = lower;
+    if (auto m = Magnitudes(lo, upper)) parts.push_back(std::move(*m));
+  }
+  // x < 0, written "-" and its magnitude m > 0: x >= lo is m <= -lo, x <= hi (hi < 0) is m >= -hi.
+  if (!lower || lower->value < 0) {
+    std::optional<NumberBound> lo = NumberBound{0, true};
+    if (upper && upper->value < 0) lo = NumberBound{-upper->value, upper->strict};
+    std::optional<NumberBound> hi;
+    if (lower) hi = NumberBound{-lower->value, lower->strict};
+    if (auto m = Magnitudes(lo, hi)) parts.push_back(RegexConcat({AsciiLiteral("-"), *m}));
+  }
+  if (parts.empty()) {  // no number: a set of no characters, which matches no text
+    RegexNode none;
+    none.kind = RegexNode::Kind::kChars;
+    return none;
+  }
+  return RegexAlternate(std::move(parts));
+}
 
 RegexNode JsonStringOf(const RegexNode& content) {
   struct Spell {

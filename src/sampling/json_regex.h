@@ -23,4 +23,16 @@ RegexNode JsonStringOf(const RegexNode& content);
 // leading zeros, no "-0", no fraction or exponent. lo <= hi when both are given.
 RegexNode JsonIntegerIn(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
+// A bound of a number: x >= value (x > value when strict) as a lower one, x <= value (<) as an
+// upper one. Integral, within +-10^18.
+struct NumberBound {
+  int64_t value = 0;
+  bool strict = false;
+};
+
+// The JSON text of every number within `lower` and `upper` (nullopt: no bound), spelled without an
+// exponent: an integer part without leading zeros, then an optional fraction; no "-0". Matches
+// nothing when no number lies within them.
+RegexNode JsonNumberIn(std::optional<NumberBound> lower, std::optional<NumberBound> upper);
+
 }  // namespace xinfer

@@ -48,6 +48,45 @@ TEST(JsonRegexTest, IntegerRangesAdmitExactlyTheirIntegers) {
   EXPECT_FALSE(Admits(**open, "12344"));
 }
 
+// Numbers within whole-number bounds, strict or not: every text of integer part -25..25 and a few
+// fractions is admitted exactly when its value lies within them ("-0..." and exponents never).
+TEST(JsonRegexTest, NumberRangesAdmitExactlyTheirNumbers) {
+  using Bound = std::optional<NumberBound>;
+  std::vector<Bound> bounds = {std::nullopt};
+  for (int64_t v : {-7, -1, 0, 1, 3})
+    for (bool strict : {false, true}) bounds.push_back(NumberBound{v, strict});
+  // Integer parts -25..25 with a few fractions, and the negatives above -1 ("-0.5").
+  std::vector<std::string> texts = {"-0.5", "-0.05", "-0.999"};
+  for (int64_t i = -25; i <= 25; ++i)
+    for (const char* f : {"", ".0", ".00", ".5", ".05", ".50", ".999"})
+      texts.push_back(std::to_string(i) + f);
+  int admitted = 0;
+  for (const Bound& lower : bounds)
+    for (const Bound& upper : bounds) {
+      auto dfa = RegexDfa::Compile(JsonNumberIn(lower, upper), "test");
+      for (const std::string& text : texts) {
+        const double x = std::stod(text);
+        const bool in = (!lower || (lower->strict ? x > lower->value : x >= lower->value)) &&
+                        (!upper || (upper->strict ? x < upper->value : x <= upper->value));
+        if (!dfa.ok()) {
+          ASSERT_FALSE(in) << text;  // refused only when no number lies within
+          continue;
+        }
+        ASSERT_EQ(Admits(**dfa, text), in)
+            << text << " lower " << (lower ? lower->value : 99) << (lower && lower->strict)
+            << " upper " << (upper ? upper->value : 99) << (upper && upper->strict);
+        admitted += in;
+      }
+      if (!dfa.ok()) {
+        EXPECT_NE(dfa.status().message().find("matches no string"), std::string::npos);
+        continue;
+      }
+      for (const char* odd : {"-0", "-0.0", "01", "1.", ".5", "1e2", "2E0", "-", "+1"})
+        EXPECT_FALSE(Admits(**dfa, odd)) << odd;
+    }
+  EXPECT_GT(admitted, 3000);
+}
+
 TEST(JsonRegexTest, StringTextsSpellCharactersRawOrByShortEscapes) {
   auto any = RegexDfa::Compile(JsonStringOf(RegexRepeat(AnyCharacter(), 0, -1)), "test");
   ASSERT_TRUE(any.ok());

@@ -18,11 +18,11 @@ namespace {
 using json = nlohmann::ordered_json;
 using FirstBytes = std::bitset<256>;
 
-// Keywords enforced on one type (meaningless on the others, refused there): a string's, an
-// integer's (a number's bounds are not enforced).
+// Keywords enforced on some types (meaningless on the others, refused there): a string's, a
+// number's or an integer's.
 constexpr std::string_view kStringKeywords[] = {"pattern", "minLength", "maxLength"};
-constexpr std::string_view kIntegerKeywords[] = {"minimum", "maximum", "exclusiveMinimum",
-                                                 "exclusiveMaximum"};
+constexpr std::string_view kBoundKeywords[] = {"minimum", "maximum", "exclusiveMinimum",
+                                               "exclusiveMaximum"};
 
 // Keywords that assert something the matcher does not enforce: refused, never ignored.
 constexpr std::string_view kUnsupported[] = {"multipleOf",
@@ -74,14 +74,15 @@ class Compiler {
       const json& t = s["type"];
       return t == type || (t.is_array() && std::find(t.begin(), t.end(), type) != t.end());
     };
-    using Keywords = std::span<const std::string_view>;
-    for (const auto& [keywords, type] :
-         {std::pair<Keywords, const char*>{kStringKeywords, "string"},
-          std::pair<Keywords, const char*>{kIntegerKeywords, "integer"}})
-      for (std::string_view k : keywords)
-        if (s.contains(std::string(k)) && !has_type(type))
-          return Unimplemented("{}: '{}' is not supported on a schema other than type \"{}\"",
-                               what_, k, type);
+    for (std::string_view k : kStringKeywords)
+      if (s.contains(std::string(k)) && !has_type("string"))
+        return Unimplemented("{}: '{}' is not supported on a schema other than type \"string\"",
+                             what_, k);
+    for (std::string_view k : kBoundKeywords)
+      if (s.contains(std::string(k)) && !has_type("integer") && !has_type("number"))
+        return Unimplemented(
+            "{}: '{}' is not supported on a schema other than type \"integer\" or \"number\"",
+            what_, k);
     for (std::string_view k : kUnsupported)
       if (s.contains(std::string(k)))
         return Unimplemented(
@@ -119,12 +120,11 @@ class Compiler {
       for (const json& t : s["type"]) {
         json one = s;
         one["type"] = t;
-        // A type's keywords say nothing of the other types' values (but a number keeps an
-        // integer's bounds, to be refused: they would bound it too).
+        // A type's keywords say nothing of the other types' values.
         if (t != "string")
           for (std::string_view k : kStringKeywords) one.erase(std::string(k));
         if (t != "integer" && t != "number")
-          for (std::string_view k : kIntegerKeywords) one.erase(std::string(k));
+          for (std::string_view k : kBoundKeywords) one.erase(std::string(k));
         alternatives.push_back(std::move(one));
       }
       if (alternatives.empty()) return InvalidArgument("{}: 'type' must not be empty", what_);
@@ -157,6 +157,8 @@ class Compiler {
       XI_ASSIGN_OR_RETURN(n.text_dfa, StringDfa(s));
     } else if (n.kind == SchemaNode::Kind::kInteger) {
       XI_ASSIGN_OR_RETURN(n.text_dfa, IntegerDfa(s));
+    } else if (n.kind == SchemaNode::Kind::kNumber) {
+      XI_ASSIGN_OR_RETURN(n.text_dfa, NumberDfa(s));
     }
     return Add(n);
   }
@@ -203,49 +205,81 @@ class Compiler {
                              Part("a string's ", has_pattern ? "pattern" : "length"));
   }
 
-  // The automaton of an integer with minimum / maximum / exclusiveMinimum / exclusiveMaximum
-  // (numbers, or draft 4's exclusive booleans beside minimum / maximum); null for any integer.
-  StatusOr<std::shared_ptr<const RegexDfa>> IntegerDfa(const json& s) {
-    std::optional<int64_t> lo, hi;
+  // One bound a schema sets (minimum, maximum, exclusiveMinimum, exclusiveMaximum, or draft 4's
+  // exclusive booleans beside minimum / maximum): x >= value (strict: >), or x <= value (<).
+  struct Limit {
+    const char* key;
+    bool upper;
+    bool strict;
+    double value;
+    std::optional<int64_t> whole;  // the value, when a whole number (exactly)
+  };
+
+  StatusOr<std::vector<Limit>> Limits(const json& s) const {
     auto flag = [&](const char* key) { return s.contains(key) && s[key] == true; };
-    XI_RETURN_IF_ERROR(Bound(s, "minimum", false, flag("exclusiveMinimum"), lo));
-    XI_RETURN_IF_ERROR(Bound(s, "exclusiveMinimum", false, true, lo));
-    XI_RETURN_IF_ERROR(Bound(s, "maximum", true, flag("exclusiveMaximum"), hi));
-    XI_RETURN_IF_ERROR(Bound(s, "exclusiveMaximum", true, true, hi));
+    const Limit keys[] = {{"minimum", false, flag("exclusiveMinimum"), 0, {}},
+                          {"exclusiveMinimum", false, true, 0, {}},
+                          {"maximum", true, flag("exclusiveMaximum"), 0, {}},
+                          {"exclusiveMaximum", true, true, 0, {}}};
+    constexpr int64_t kLimit = 1'000'000'000'000'000'000;  // far from int64's edges
+    std::vector<Limit> limits;
+    for (Limit l : keys) {
+      if (!s.contains(l.key) || s[l.key].is_boolean()) continue;
+      const json& v = s[l.key];
+      if (!v.is_number()) return InvalidArgument("{}: '{}' must be a number", what_, l.key);
+      l.value = v.get<double>();
+      if (!(std::fabs(l.value) <= static_cast<double>(kLimit)) ||
+          (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kLimit)) ||
+          (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < -kLimit))
+        return Unimplemented("{}: a '{}' beyond +-10^18 is not supported", what_, l.key);
+      if (v.is_number_integer()) {
+        l.whole =
+            v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
+      } else if (std::floor(l.value) == l.value) {
+        l.whole = static_cast<int64_t>(l.value);
+      }
+      limits.push_back(l);
+    }
+    return limits;
+  }
+
+  // The automaton of an integer with bounds (any numbers: 0.5 as a minimum is 1); null for any
+  // integer.
+  StatusOr<std::shared_ptr<const RegexDfa>> IntegerDfa(const json& s) {
+    XI_ASSIGN_OR_RETURN(std::vector<Limit> limits, Limits(s));
+    std::optional<int64_t> lo, hi;
+    for (const Limit& l : limits) {
+      // The nearest integer the bound admits.
+      const int64_t b =
+          l.whole ? *l.whole + (l.strict ? (l.upper ? -1 : 1) : 0)
+                  : static_cast<int64_t>(l.upper ? std::floor(l.value) : std::ceil(l.value));
+      std::optional<int64_t>& bound = l.upper ? hi : lo;
+      bound = !bound ? b : l.upper ? std::min(*bound, b) : std::max(*bound, b);
+    }
     if (!lo && !hi) return std::shared_ptr<const RegexDfa>();
     if (lo && hi && *lo > *hi)
       return InvalidArgument("{}: no integer lies within the schema's minimum and maximum", what_);
     return RegexDfa::Compile(JsonIntegerIn(lo, hi), Part("an integer's ", "range"));
   }
 
-  // Narrows `bound` (a lower bound, or an upper one) to the integers `key` admits.
-  Status Bound(const json& s, const char* key, bool upper, bool exclusive,
-               std::optional<int64_t>& bound) const {
-    if (!s.contains(key) || s[key].is_boolean()) return Status::Ok();
-    const json& v = s[key];
-    if (!v.is_number()) return InvalidArgument("{}: '{}' must be a number", what_, key);
-    constexpr int64_t kLimit = 1'000'000'000'000'000'000;  // far from int64's edges
-    auto beyond = [&] {
-      return Unimplemented("{}: a '{}' beyond +-10^18 is not supported", what_, key);
-    };
-    int64_t b = 0;
-    if (v.is_number_unsigned()) {
-      if (v.get<uint64_t>() > static_cast<uint64_t>(kLimit)) return beyond();
-      b = static_cast<int64_t>(v.get<uint64_t>());
-      if (exclusive) b += upper ? -1 : 1;
-    } else if (v.is_number_integer()) {
-      if (v.get<int64_t>() < -kLimit) return beyond();
-      b = v.get<int64_t>();
-      if (exclusive) b += upper ? -1 : 1;
-    } else {
-      const double d = v.get<double>();
-      if (!(std::fabs(d) <= static_cast<double>(kLimit))) return beyond();
-      double r = upper ? std::floor(d) : std::ceil(d);
-      if (exclusive && r == d) r += upper ? -1 : 1;
-      b = static_cast<int64_t>(r);
+  // The automaton of a number with bounds that are whole numbers (the number is then written
+  // without an exponent); null for any number.
+  StatusOr<std::shared_ptr<const RegexDfa>> NumberDfa(const json& s) {
+    XI_ASSIGN_OR_RETURN(std::vector<Limit> limits, Limits(s));
+    std::optional<NumberBound> lower, upper;
+    for (const Limit& l : limits) {
+      if (!l.whole)
+        return Unimplemented("{}: '{}' is not supported on a number unless a whole number (got {})",
+                             what_, l.key, l.value);
+      const NumberBound b{*l.whole, l.strict};
+      std::optional<NumberBound>& bound = l.upper ? upper : lower;
+      // The tighter of two: further in, or as far and strict.
+      const bool tighter = !bound || (l.upper ? b.value < bound->value : b.value > bound->value) ||
+                           (b.value == bound->value && b.strict);
+      if (tighter) bound = b;
     }
-    bound = !bound ? b : upper ? std::min(*bound, b) : std::max(*bound, b);
-    return Status::Ok();
+    if (!lower && !upper) return std::shared_ptr<const RegexDfa>();
+    return RegexDfa::Compile(JsonNumberIn(lower, upper), Part("a number's ", "range"));
   }
 
   // What a string's pattern or an integer's range errors name: "<what>: a string's pattern".

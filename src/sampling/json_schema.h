@@ -1,13 +1,13 @@
 // A JSON Schema compiled for guided decoding (`response_format: {"type": "json_schema"}`,
 // vLLM's `guided_json`): the subset structured outputs use — objects with properties (in schema
 // order; optional ones may be left out; no other keys), arrays with items and min/maxItems,
-// string (with `pattern` or `minLength` / `maxLength`) / number / integer (with `minimum`,
-// `maximum` and their exclusive forms) / boolean / null, enum and const, anyOf / oneOf / type lists
-// whose alternatives start with different characters or are objects told apart by the value of a
-// shared first property, $ref into $defs / definitions (recursion included). Annotations (title,
-// description, default, examples, format, ...) are ignored as JSON Schema allows; assertions
-// outside the subset (minimum, multipleOf, pattern with a length, ...) are refused rather than
-// silently not enforced.
+// string (with `pattern` or `minLength` / `maxLength`) / integer (with `minimum`, `maximum` and
+// their exclusive forms) / number (the same bounds, whole numbers) / boolean / null, enum and
+// const, anyOf / oneOf / type lists whose alternatives start with different characters or are
+// objects told apart by the value of a shared first property, $ref into $defs / definitions
+// (recursion included). Annotations (title, description, default, examples, format, ...) are
+// ignored as JSON Schema allows; assertions outside the subset (a number's fractional bound,
+// multipleOf, pattern with a length, ...) are refused rather than silently not enforced.
 //
 // Immutable once compiled; shared read-only by every sequence that uses it (any thread).
 #pragma once
@@ -49,7 +49,7 @@ struct SchemaNode {
   std::bitset<256> first_bytes;       // the bytes a value of this node can start with
   // The automaton of the value's JSON text when its type's assertions need one (json_regex.h):
   // kString with `pattern` or `minLength` / `maxLength` (quotes included, characters raw or by
-  // their short escapes, no \uXXXX), kInteger with bounds. Null: any string / integer.
+  // their short escapes, no \uXXXX), kInteger and kNumber with bounds. Null: any such value.
   std::shared_ptr<const RegexDfa> text_dfa;
   std::array<int8_t, 256> alternative_by_first_byte{};  // kAnyOf: index into values, or -1
   // kObject made of an anyOf of objects that all start with the same required property holding

@@ -210,6 +210,22 @@ TEST(SchemaMatcherTest, IntegerBoundsAreEnforced) {
   EXPECT_EQ(Check(*root, "-9 "), 2);
 }
 
+// A number's whole-number bounds: written without an exponent, within them; pydantic's
+// confloat(ge=0, le=1) and gt=0.
+TEST(SchemaMatcherTest, NumberBoundsAreEnforced) {
+  auto p = Compile(R"({"type":"object","properties":{
+      "p":{"type":"number","minimum":0,"maximum":1},
+      "w":{"type":"number","exclusiveMinimum":0}},"required":["p","w"]})");
+  ASSERT_NE(p, nullptr);
+  for (const std::string text :
+       {R"({"p":0,"w":0.001})", R"({"p": 0.25, "w": 12})", R"({"p":1.000,"w":3.5})"})
+    EXPECT_EQ(Check(*p, text), -1) << text;
+  const std::pair<const char*, int> refused[] = {
+      {R"({"p":1.5)", 7}, {R"({"p":-0.5)", 5},      {R"({"p":2)", 5},
+      {R"({"p":1e0)", 6}, {R"({"p":0,"w":0})", 12}, {R"({"p":0,"w":-1)", 11}};
+  for (const auto& [text, at] : refused) EXPECT_EQ(Check(*p, text), at) << text;
+}
+
 TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type":"string","pattern":"a+","minLength":1})", "'pattern' is not supported"},
@@ -223,8 +239,8 @@ TEST(SchemaMatcherTest, CompileRefusesWhatItCannotEnforce) {
       {R"({"type":"string","minLength":3,"maxLength":2})", "'maxLength' is below 'minLength'"},
       {R"({"type":"string","maxLength":5000})", "a 'maxLength' above 1000"},
       {R"({"type":"string","pattern":"^[\u0001-\u0007]$"})", "matches no string"},
-      {R"({"type":"number","minimum":0})", "'minimum' is not supported"},
-      {R"({"type":["integer","number"],"maximum":3})", "'maximum' is not supported"},
+      {R"({"type":"number","minimum":0.5})", "'minimum' is not supported"},
+      {R"({"type":["integer","number"],"maximum":3.5})", "'maximum' is not supported"},
       {R"({"type":"integer","minimum":"1"})", "'minimum' must be a number"},
       {R"({"type":"integer","minimum":1e19})", "beyond +-10^18"},
       {R"({"type":"integer","minimum":3,"exclusiveMaximum":3})", "no integer lies within"},

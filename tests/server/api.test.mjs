@@ -226,12 +226,13 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     }
   });
 
-  test('json_schema strings with pattern, minLength, maxLength; integers with minimum, maximum', async () => {
+  test('json_schema strings with pattern, minLength, maxLength; numbers with minimum, maximum', async () => {
     const schema = { type: 'object', properties: {
       code: { type: 'string', pattern: '^[A-Z]{3}-[0-9]{2}$' },
       note: { type: 'string', minLength: 1, maxLength: 6 },
-      level: { type: 'integer', minimum: -20, exclusiveMaximum: 100 } },
-    required: ['code', 'note', 'level'] };
+      level: { type: 'integer', minimum: -20, exclusiveMaximum: 100 },
+      p: { type: 'number', minimum: 0, maximum: 1 } },
+    required: ['code', 'note', 'level', 'p'] };
     const r = await client.chat.completions.create({ model: 'test-model', n: 3, temperature: 1.0,
       seed: 8, max_tokens: 120, messages: [{ role: 'user', content: 'Code?' }],
       response_format: { type: 'json_schema', json_schema: { name: 'c', schema } } });
@@ -242,6 +243,7 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
       const chars = [...doc.note].length;
       assert.ok(chars >= 1 && chars <= 6, doc.note);
       assert.ok(Number.isInteger(doc.level) && doc.level >= -20 && doc.level < 100, c.message.content);
+      assert.ok(typeof doc.p === 'number' && doc.p >= 0 && doc.p <= 1, c.message.content);
     }
   });
 

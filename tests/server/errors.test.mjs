@@ -93,7 +93,7 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       { param: 'response_format', message: /unknown type 'thing'/ });
     assertError(await post('/v1/chat/completions', chat({ guided_json: '{"type": ' })), 400,
       { param: 'guided_json', message: /not valid JSON/ });
-    assertError(await post('/v1/chat/completions', chat({ guided_json: { type: 'number', minimum: 1 } })),
+    assertError(await post('/v1/chat/completions', chat({ guided_json: { type: 'number', minimum: 1.5 } })),
       400, { param: 'guided_json', message: /'minimum'/ });
     assertError(await post('/v1/chat/completions',
       chat({ guided_json: { type: 'object' }, response_format: { type: 'json_object' } })), 400,

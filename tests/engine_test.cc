@@ -167,24 +167,28 @@ TEST(EngineTest, TextEndingInsideACharacterKeepsItsBytesAsReplacements) {
   EXPECT_EQ(stopped.text, "");
 }
 
-// Guided JSON on the engine: a model whose vocabulary cannot write '{' (the TinyStories one) is
-// refused up front instead of padding whitespace until no token is left; on Qwen3's vocabulary
-// a greedy guided output that ends is a JSON object.
-TEST(EngineTest, GuidedJsonNeedsAVocabularyThatCanWriteIt) {
-  XI_REQUIRE_SHARED("models/tinystories-656k");
-  XI_REQUIRE_SHARED("models/tiny-qwen3");
+// A guided request on the TinyStories engine, whose vocabulary has no '{': refused up front
+// (instead of padding whitespace until no token is left) with `message`, nothing queued.
+void ExpectRefusedOnTinyStories(const SamplingParams& p, const std::string& message) {
   EngineConfig small = BaseConfig("tinystories-656k");
   small.max_model_len = 512;
   auto stories = MakeEngine(small);
   ASSERT_NE(stories, nullptr);
+  const Status refused = stories->AddRequest("r", {{1, 80}, p});
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find(message), std::string::npos) << refused.ToString();
+  EXPECT_EQ(stories->stats().num_waiting, 0);
+}
+
+// Guided JSON on the engine: a model whose vocabulary cannot write '{' (the TinyStories one) is
+// refused up front; on Qwen3's vocabulary a greedy guided output that ends is a JSON object.
+TEST(EngineTest, GuidedJsonNeedsAVocabularyThatCanWriteIt) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
   SamplingParams p = Greedy(16);
   p.ignore_eos = false;
   p.guided = GuidedDecoding::kJsonObject;
-  const Status refused = stories->AddRequest("r", {{1, 80}, p});
-  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("no token that can begin the JSON value"), std::string::npos)
-      << refused.ToString();
-  EXPECT_EQ(stories->stats().num_waiting, 0);
+  ExpectRefusedOnTinyStories(p, "no token that can begin the JSON value");
 
   auto qwen = MakeEngine(BaseConfig("tiny-qwen3"));
   ASSERT_NE(qwen, nullptr);
@@ -206,21 +210,12 @@ TEST(EngineTest, GuidedJsonNeedsAVocabularyThatCanWriteIt) {
 TEST(EngineTest, GuidedRegexAndChoiceOutputsAreWholeMatches) {
   XI_REQUIRE_SHARED("models/tinystories-656k");
   XI_REQUIRE_SHARED("models/tiny-qwen3");
-  EngineConfig small = BaseConfig("tinystories-656k");
-  small.max_model_len = 512;
-  auto stories = MakeEngine(small);
-  ASSERT_NE(stories, nullptr);
   SamplingParams p = Greedy(24);
   p.ignore_eos = false;
   p.guided = GuidedDecoding::kRegex;
   p.regex = *RegexDfa::FromPattern("\\{+", "guided_regex");
-  const Status refused = stories->AddRequest("r", {{1, 80}, p});
-  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("guided_regex: the model's vocabulary has no token that can "
-                                   "begin the match"),
-            std::string::npos)
-      << refused.ToString();
-  EXPECT_EQ(stories->stats().num_waiting, 0);
+  ExpectRefusedOnTinyStories(
+      p, "guided_regex: the model's vocabulary has no token that can begin the match");
 
   auto qwen = MakeEngine(BaseConfig("tiny-qwen3"));
   ASSERT_NE(qwen, nullptr);

@@ -87,12 +87,10 @@ class SchemaGuide final : public Guide {
 
 template <class Matcher>
 Status MatcherGuide<Matcher>::CatchUp(std::span<const int32_t> output_ids) {
-  const TokenVocabulary& v = *vocabulary_;
   for (; consumed_ < output_ids.size(); ++consumed_) {
     const int32_t id = output_ids[consumed_];
-    const bool known =
-        id >= 0 && static_cast<size_t>(id) < v.size() && !v.bytes(static_cast<size_t>(id)).empty();
-    if (!known || !matcher_.Advance(v.bytes(static_cast<size_t>(id))))
+    const std::string* bytes = vocabulary_->output_bytes(id);
+    if (bytes == nullptr || !matcher_.Advance(*bytes))
       return InvalidArgument("output token {} does not continue the JSON value", id);
   }
   return Status::Ok();

@@ -30,6 +30,13 @@ class TokenVocabulary {
 
   size_t size() const { return bytes_.size(); }
   const std::string& bytes(size_t id) const { return bytes_[id]; }
+  // An output token's bytes, or null for an id a guide never allows (outside the vocabulary, or
+  // a special token): what a guide's CatchUp feeds its matcher.
+  const std::string* output_bytes(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= bytes_.size()) return nullptr;
+    const std::string& b = bytes_[static_cast<size_t>(id)];
+    return b.empty() ? nullptr : &b;
+  }
   // The first byte (0 for an empty token), contiguous so that a mask pass skips most tokens
   // without touching their strings.
   uint8_t first_byte(size_t id) const { return first_byte_[id]; }

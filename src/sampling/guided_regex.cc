@@ -18,13 +18,10 @@ class RegexGuide final : public Guide {
   }
 
   Status CatchUp(std::span<const int32_t> output_ids) override {
-    const TokenVocabulary& v = *vocabulary_;
     for (; consumed_ < output_ids.size(); ++consumed_) {
       const int32_t id = output_ids[consumed_];
-      const bool known = id >= 0 && static_cast<size_t>(id) < v.size() &&
-                         !v.bytes(static_cast<size_t>(id)).empty();
-      const int32_t next =
-          known ? dfa_->Walk(state_, v.bytes(static_cast<size_t>(id))) : RegexDfa::kDead;
+      const std::string* bytes = vocabulary_->output_bytes(id);
+      const int32_t next = bytes != nullptr ? dfa_->Walk(state_, *bytes) : RegexDfa::kDead;
       if (next == RegexDfa::kDead)
         return InvalidArgument("output token {} does not continue the guided output", id);
       state_ = next;

@@ -288,6 +288,12 @@ class Parser {
     const Ranges digit = {{U'0', U'9'}};
     const Ranges word = Normalized({{U'0', U'9'}, {U'A', U'Z'}, {U'_', U'_'}, {U'a', U'z'}});
     const Ranges space = Normalized({{U'\t', U'\r'}, {U' ', U' '}});
+    // Escapes of one character (\b only inside a class: outside it is a word boundary).
+    static constexpr std::pair<char32_t, char32_t> kCharacters[] = {
+        {U'n', U'\n'}, {U't', U'\t'}, {U'r', U'\r'}, {U'f', U'\f'},
+        {U'v', U'\v'}, {U'a', U'\a'}, {U'0', 0}};
+    for (const auto& [letter, character] : kCharacters)
+      if (c == letter) return one(character);
     switch (c) {
       case U'd':
         return digit;
@@ -301,20 +307,6 @@ class Parser {
         return space;
       case U'S':
         return Complement(space);
-      case U'n':
-        return one(U'\n');
-      case U't':
-        return one(U'\t');
-      case U'r':
-        return one(U'\r');
-      case U'f':
-        return one(U'\f');
-      case U'v':
-        return one(U'\v');
-      case U'a':
-        return one(U'\a');
-      case U'0':
-        return one(0);
       case U'x':
         return Hex(2);
       case U'u':

@@ -165,26 +165,22 @@ class Compiler {
 
   // The automaton of a string with `pattern` or `minLength` / `maxLength`; null for any string.
   StatusOr<std::shared_ptr<const RegexDfa>> StringDfa(const json& s) {
-    const bool has_pattern = s.contains("pattern");
-    const bool has_length = s.contains("minLength") || s.contains("maxLength");
-    if (!has_pattern && !has_length) return std::shared_ptr<const RegexDfa>();
-    if (has_pattern && has_length)
-      return Unimplemented("{}: 'pattern' is not supported together with 'minLength' / 'maxLength'",
-                           what_);
-    RegexNode content;
-    if (has_pattern) {
+    std::shared_ptr<const RegexDfa> pattern, length;
+    if (s.contains("pattern")) {
       if (!s["pattern"].is_string())
         return InvalidArgument("{}: 'pattern' must be a string", what_);
       // JSON Schema's pattern is a search: it matches anywhere in the string unless anchored.
       RegexAnchors anchors;
-      XI_ASSIGN_OR_RETURN(content, ParseRegex(s["pattern"].get<std::string>(),
-                                              Part("a string's ", "pattern"), &anchors));
+      XI_ASSIGN_OR_RETURN(RegexNode content, ParseRegex(s["pattern"].get<std::string>(),
+                                                        Part("a string's ", "pattern"), &anchors));
       std::vector<RegexNode> parts;
       if (!anchors.start) parts.push_back(RegexRepeat(AnyCharacter(), 0, -1));
       parts.push_back(std::move(content));
       if (!anchors.end) parts.push_back(RegexRepeat(AnyCharacter(), 0, -1));
-      content = RegexConcat(std::move(parts));
-    } else {
+      XI_ASSIGN_OR_RETURN(pattern, RegexDfa::Compile(JsonStringOf(RegexConcat(std::move(parts))),
+                                                     Part("a string's ", "pattern")));
+    }
+    if (s.contains("minLength") || s.contains("maxLength")) {
       int32_t bounds[2] = {0, -1};
       const char* keys[2] = {"minLength", "maxLength"};
       for (int i = 0; i < 2; ++i) {
@@ -199,10 +195,15 @@ class Compiler {
       }
       if (bounds[1] >= 0 && bounds[1] < bounds[0])
         return InvalidArgument("{}: 'maxLength' is below 'minLength'", what_);
-      content = RegexRepeat(AnyCharacter(), bounds[0], bounds[1]);
+      XI_ASSIGN_OR_RETURN(
+          length, RegexDfa::Compile(JsonStringOf(RegexRepeat(AnyCharacter(), bounds[0], bounds[1])),
+                                    Part("a string's ", "length")));
     }
-    return RegexDfa::Compile(JsonStringOf(content),
-                             Part("a string's ", has_pattern ? "pattern" : "length"));
+    // Both: the texts both allow (the two spell each character alike, so these are the spellings
+    // of the strings both allow).
+    if (pattern && length)
+      return RegexDfa::Intersect(*pattern, *length, Part("a string's ", "pattern and length"));
+    return pattern ? pattern : length;
   }
 
   // One bound a schema sets (minimum, maximum, exclusiveMinimum, exclusiveMaximum, or draft 4's

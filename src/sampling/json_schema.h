@@ -1,13 +1,13 @@
 // A JSON Schema compiled for guided decoding (`response_format: {"type": "json_schema"}`,
 // vLLM's `guided_json`): the subset structured outputs use — objects with properties (in schema
 // order; optional ones may be left out; no other keys), arrays with items and min/maxItems,
-// string (with `pattern` or `minLength` / `maxLength`) / integer (with `minimum`, `maximum` and
+// string (with `pattern` and `minLength` / `maxLength`) / integer (with `minimum`, `maximum` and
 // their exclusive forms) / number (the same bounds, whole numbers) / boolean / null, enum and
 // const, anyOf / oneOf / type lists whose alternatives start with different characters or are
 // objects told apart by the value of a shared first property, $ref into $defs / definitions
 // (recursion included). Annotations (title, description, default, examples, format, ...) are
 // ignored as JSON Schema allows; assertions outside the subset (a number's fractional bound,
-// multipleOf, pattern with a length, ...) are refused rather than silently not enforced.
+// multipleOf, minProperties, ...) are refused rather than silently not enforced.
 //
 // Immutable once compiled; shared read-only by every sequence that uses it (any thread).
 #pragma once

@@ -276,28 +276,78 @@ StatusOr<std::shared_ptr<const RegexDfa>> RegexDfa::Compile(const RegexNode& reg
     }
   }
 
-  // Prune the states from which no accepting state can be reached.
-  const size_t n = sets.size();
-  const size_t classes = dfa->classes_;
-  std::vector<uint8_t> live(dfa->accepting_);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t s = 0; s < n; ++s) {
-      if (live[s]) continue;
-      for (size_t c = 0; c < classes && !live[s]; ++c) {
-        const int32_t t = dfa->next_[s * classes + c];
-        if (t != kDead && live[static_cast<size_t>(t)]) live[s] = changed = true;
-      }
-    }
-  }
-  if (!live[0]) return InvalidArgument("{} matches no string", what);
-  dfa->can_continue_.assign(n, 0);
+  XI_RETURN_IF_ERROR(dfa->PruneDeadStates(what));
+  return std::shared_ptr<const RegexDfa>(std::move(dfa));
+}
+
+Status RegexDfa::PruneDeadStates(std::string_view what) {
+  // The live states: those an accepting one can be reached from, found backwards from them.
+  const size_t n = accepting_.size();
+  std::vector<std::vector<int32_t>> from(n);  // state -> the states with a transition into it
   for (size_t s = 0; s < n; ++s)
-    for (size_t c = 0; c < classes; ++c) {
-      int32_t& t = dfa->next_[s * classes + c];
-      if (t != kDead && !live[static_cast<size_t>(t)]) t = kDead;
-      if (t != kDead) dfa->can_continue_[s] = 1;
+    for (size_t c = 0; c < classes_; ++c) {
+      const int32_t t = next_[s * classes_ + c];
+      if (t != kDead) from[static_cast<size_t>(t)].push_back(static_cast<int32_t>(s));
     }
+  std::vector<uint8_t> live(accepting_);
+  std::vector<int32_t> stack;
+  for (size_t s = 0; s < n; ++s)
+    if (live[s]) stack.push_back(static_cast<int32_t>(s));
+  while (!stack.empty()) {
+    const int32_t t = stack.back();
+    stack.pop_back();
+    for (int32_t s : from[static_cast<size_t>(t)])
+      if (!live[static_cast<size_t>(s)]) {
+        live[static_cast<size_t>(s)] = 1;
+        stack.push_back(s);
+      }
+  }
+  if (n == 0 || !live[0]) return InvalidArgument("{} matches no string", what);
+  can_continue_.assign(n, 0);
+  for (size_t s = 0; s < n; ++s)
+    for (size_t c = 0; c < classes_; ++c) {
+      int32_t& t = next_[s * classes_ + c];
+      if (t != kDead && !live[static_cast<size_t>(t)]) t = kDead;
+      if (t != kDead) can_continue_[s] = 1;
+    }
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<const RegexDfa>> RegexDfa::Intersect(const RegexDfa& a, const RegexDfa& b,
+                                                              std::string_view what) {
+  std::shared_ptr<RegexDfa> dfa(new RegexDfa);
+  // Byte classes: the pairs of the two automata's classes that occur.
+  std::map<std::pair<uint8_t, uint8_t>, uint8_t> class_ids;
+  std::vector<uint8_t> representative;
+  for (int byte = 0; byte < 256; ++byte) {
+    const auto key = std::make_pair(a.class_of_[static_cast<size_t>(byte)],
+                                    b.class_of_[static_cast<size_t>(byte)]);
+    auto [it, inserted] = class_ids.emplace(key, static_cast<uint8_t>(representative.size()));
+    if (inserted) representative.push_back(static_cast<uint8_t>(byte));
+    dfa->class_of_[static_cast<size_t>(byte)] = it->second;
+  }
+  dfa->classes_ = representative.size();
+  // Pairs of states reachable from the two starts; state 0 is the pair of starts.
+  std::map<std::pair<int32_t, int32_t>, int32_t> ids;
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  auto intern = [&](int32_t sa, int32_t sb) -> int32_t {
+    if (sa == kDead || sb == kDead) return kDead;
+    auto [it, inserted] = ids.emplace(std::make_pair(sa, sb), static_cast<int32_t>(pairs.size()));
+    if (inserted) pairs.emplace_back(sa, sb);
+    return it->second;
+  };
+  intern(a.start(), b.start());
+  for (size_t d = 0; d < pairs.size(); ++d) {
+    if (pairs.size() > static_cast<size_t>(kMaxStates) ||
+        static_cast<int64_t>(pairs.size() * representative.size()) > kMaxTransitions)
+      return InvalidArgument("{} is too large: its automaton would pass {} states", what,
+                             kMaxStates);
+    const auto [sa, sb] = pairs[d];
+    dfa->accepting_.push_back(a.accepting(sa) && b.accepting(sb));
+    for (uint8_t byte : representative)
+      dfa->next_.push_back(intern(a.Next(sa, byte), b.Next(sb, byte)));
+  }
+  XI_RETURN_IF_ERROR(dfa->PruneDeadStates(what));
   return std::shared_ptr<const RegexDfa>(std::move(dfa));
 }
 

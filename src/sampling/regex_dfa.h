@@ -41,6 +41,9 @@ class RegexDfa {
   // vLLM's guided_choice: exactly one of `choices` (non-empty list of UTF-8 strings).
   static StatusOr<std::shared_ptr<const RegexDfa>> FromChoices(
       const std::vector<std::string>& choices, std::string_view what);
+  // The texts both match (the product automaton), under the same bounds.
+  static StatusOr<std::shared_ptr<const RegexDfa>> Intersect(const RegexDfa& a, const RegexDfa& b,
+                                                             std::string_view what);
 
   int32_t start() const { return 0; }
   int32_t size() const { return static_cast<int32_t>(accepting_.size()); }
@@ -55,7 +58,11 @@ class RegexDfa {
   bool can_continue(int32_t state) const { return can_continue_[static_cast<size_t>(state)] != 0; }
 
  private:
-  RegexDfa() = default;  // built by Compile only
+  RegexDfa() = default;  // built by Compile and Intersect only
+
+  // Sends every transition into a state that cannot reach an accepting one to kDead and fills
+  // can_continue_; InvalidArgument when the start is such a state (nothing matches).
+  Status PruneDeadStates(std::string_view what);
 
   std::array<uint8_t, 256> class_of_{};  // bytes that every transition treats alike share a class
   size_t classes_ = 0;

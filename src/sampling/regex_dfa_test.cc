@@ -230,6 +230,25 @@ TEST(RegexDfaTest, AutomataPastTheBoundsAreRefused) {
   EXPECT_FALSE(FullyMatches(**long_text, std::string(1001, 'x')));
 }
 
+TEST(RegexDfaTest, IntersectionMatchesWhatBothMatch) {
+  auto ab = CompileRegex("[ab]*");
+  auto two = CompileRegex(".{2}");
+  auto both = RegexDfa::Intersect(*ab, *two, "test");
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  for (const char* s : {"ab", "ba", "aa"}) EXPECT_TRUE(FullyMatches(**both, s)) << s;
+  for (const char* s : {"", "a", "abc", "ac", "é"}) EXPECT_FALSE(FullyMatches(**both, s)) << s;
+  // Walks stay live only while both can still match.
+  EXPECT_EQ((*both)->Walk((*both)->start(), "c"), RegexDfa::kDead);
+  auto disjoint = RegexDfa::Intersect(*ab, *CompileRegex("c+"), "test");
+  ASSERT_FALSE(disjoint.ok());
+  EXPECT_NE(disjoint.status().message().find("matches no string"), std::string::npos);
+  // Multi-byte characters: the byte classes of both are refined, not merged.
+  auto greek = RegexDfa::Intersect(*CompileRegex("[α-ω]+"), *CompileRegex(".{1,2}"), "test");
+  ASSERT_TRUE(greek.ok());
+  EXPECT_TRUE(FullyMatches(**greek, "αω"));
+  EXPECT_FALSE(FullyMatches(**greek, "αωα"));
+}
+
 TEST(RegexDfaTest, ChoicesMatchExactlyOneOfThem) {
   auto dfa = RegexDfa::FromChoices({"yes", "no", "yesterday", "é*"}, "guided_choice");
   ASSERT_TRUE(dfa.ok()) << dfa.status().ToString();

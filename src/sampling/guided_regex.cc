@@ -35,10 +35,13 @@ class RegexGuide final : public Guide {
 
   bool complete() const override { return dfa_->accepting(state_); }
 
+  // Stops at the first token that can come (the engine asks once per request, before any
+  // sampler computes the whole set).
   bool CanBegin() const override {
     if (complete()) return true;
-    for (uint64_t word : AllowedAt(state_))
-      if (word != 0) return true;
+    const TokenVocabulary& v = *vocabulary_;
+    for (size_t id = 0; id < v.size(); ++id)
+      if (!v.bytes(id).empty() && dfa_->Walk(state_, v.bytes(id)) != RegexDfa::kDead) return true;
     return false;
   }
 

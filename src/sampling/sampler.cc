@@ -102,15 +102,20 @@ Status Sampler::ProcessLogits(std::span<float> logits, std::span<const int32_t> 
 
   // min_tokens: the tokens that would end the sequence cannot be sampled yet. With ignore_eos,
   // EOS does not end anything, so its probability is left alone.
+  const bool before_min_tokens =
+      output_ids.size() < static_cast<size_t>(std::max(params_.min_tokens, 0));
+  // Guided: the end tokens, and their logits before min_tokens masks them.
   std::vector<int32_t>& ends = ThreadScratch().ids;
-  ends.assign(eos_token_ids_.begin(), eos_token_ids_.end());
-  ends.insert(ends.end(), params_.stop_token_ids.begin(), params_.stop_token_ids.end());
-  std::vector<std::pair<int32_t, float>> held_ends;  // guided: end logits min_tokens masked
-  if (output_ids.size() < static_cast<size_t>(std::max(params_.min_tokens, 0))) {
-    if (guided_)
+  std::vector<std::pair<int32_t, float>> held_ends;
+  if (guided_) {
+    ends.assign(eos_token_ids_.begin(), eos_token_ids_.end());
+    ends.insert(ends.end(), params_.stop_token_ids.begin(), params_.stop_token_ids.end());
+    if (before_min_tokens)
       for (int32_t id : ends)
         if (id >= 0 && static_cast<size_t>(id) < logits.size())
           held_ends.emplace_back(id, logits[static_cast<size_t>(id)]);
+  }
+  if (before_min_tokens) {
     MaskTokens(logits, params_.stop_token_ids);
     if (!params_.ignore_eos) MaskTokens(logits, eos_token_ids_);
   }

@@ -1,8 +1,8 @@
 // Cost of guided decoding per sequence per step: Guide::Mask (json_object, json_schema, regex /
-// choice) over the Qwen3 vocabulary (151,669 tokens, from ../shared/models/tiny-qwen3) in the
-// states that bound it — before the object, inside a string (nearly every token continues it: the
-// worst case), after a value; a regex state's first visit and its cached visits — next to the
-// unguided Sampler::Sample it adds to.
+// choice, GBNF grammar) over the Qwen3 vocabulary (151,669 tokens, from
+// ../shared/models/tiny-qwen3) in the states that bound it — before the object, inside a string
+// (nearly every token continues it: the worst case), after a value; a regex state's first visit and
+// its cached visits — next to the unguided Sampler::Sample it adds to.
 //   build/bin/sampling_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "sampling/gbnf.h"
+#include "sampling/guided_grammar.h"
 #include "sampling/guided_json.h"
 #include "sampling/guided_regex.h"
 #include "sampling/sampler.h"
@@ -123,6 +125,60 @@ void BM_GuidedRegexMask(benchmark::State& state) {
       state, [&] { return NewRegexGuide(QwenVocabulary(), compiled); }, "", state.range(1) == 1);
 }
 BENCHMARK(BM_GuidedRegexMask)->ArgsProduct({{0, 1, 2}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
+// guided_grammar (GBNF): a JSON grammar (nested rules, strings with escapes) and a SQL-like one.
+// state.range(0): the grammar and the output so far; range(1): first visit or cached.
+void BM_GuidedGrammarMask(benchmark::State& state) {
+  if (QwenVocabulary()->size() == 0)
+    return state.SkipWithError("../shared/models/tiny-qwen3 absent");
+  static const char* kJson = R"g(
+    root   ::= object
+    value  ::= object | array | string | number | "true" | "false" | "null"
+    object ::= "{" ws (member ("," ws member)*)? "}" ws
+    member ::= string ":" ws value
+    array  ::= "[" ws (value ("," ws value)*)? "]" ws
+    string ::= "\"" ([^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))* "\"" ws
+    number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws
+    ws     ::= [ \t\n]{0,8}
+  )g";
+  static const char* kSql = R"g(
+    root ::= "SELECT " cols " FROM " name (" WHERE " name " = " value)? ";"
+    cols ::= "*" | name (", " name)*
+    name ::= [a-z_] [a-z_0-9]{0,15}
+    value ::= [0-9]+ | "'" [^'\n]* "'"
+  )g";
+  static const std::pair<const char*, const char*> kCases[] = {
+      {kJson, ""},
+      {kJson, "{\"name\": \"Ali"},
+      {kJson, "{\"a\": [1, {\"b\": [true, \"x"},
+      {kSql, ""},
+      {kSql, "SELECT * FROM t WHERE x = 'ab"}};
+  const auto& [text, prefix] = kCases[state.range(0)];
+  auto grammar = ParseGbnf(text, "bench");
+  if (!grammar.ok()) return state.SkipWithError(grammar.status().ToString().c_str());
+  const std::shared_ptr<const Grammar> compiled = *grammar;
+  TimeMask(
+      state, [&] { return NewGrammarGuide(QwenVocabulary(), compiled); }, prefix,
+      state.range(1) == 1);
+}
+BENCHMARK(BM_GuidedGrammarMask)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// The vocabulary's trie (built once per engine, on its first guided request).
+void BM_TokenTrieBuild(benchmark::State& state) {
+  if (QwenVocabulary()->size() == 0)
+    return state.SkipWithError("../shared/models/tiny-qwen3 absent");
+  std::vector<std::string> bytes;
+  for (size_t id = 0; id < QwenVocabulary()->size(); ++id)
+    bytes.push_back(QwenVocabulary()->bytes(id));
+  for (auto _ : state) {
+    TokenTrie trie(bytes);
+    benchmark::DoNotOptimize(trie.size());
+    state.counters["nodes"] = trie.size();
+  }
+}
+BENCHMARK(BM_TokenTrieBuild)->Unit(benchmark::kMillisecond);
 
 // The unguided step the mask adds to: temperature 1, top-p 0.9.
 void BM_Sample(benchmark::State& state) {

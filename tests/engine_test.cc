@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "engine_test_util.h"
+#include "sampling/gbnf.h"
 #include "test_util.h"
 
 namespace xinfer {
@@ -237,6 +238,39 @@ TEST(EngineTest, GuidedRegexAndChoiceOutputsAreWholeMatches) {
   EXPECT_EQ(done["x/0"].finish_reason, "stop");
   EXPECT_TRUE(std::regex_match(done["x/0"].text, std::regex("[0-9]{3}-[a-z]{2,4}")))
       << done["x/0"].text;
+}
+
+// Guided grammar on the engine: a grammar the vocabulary cannot begin is refused up front
+// (TinyStories has no '{'); on Qwen3's vocabulary sampled outputs are whole matches.
+TEST(EngineTest, GuidedGrammarOutputsAreWholeMatches) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  SamplingParams p = Greedy(40);
+  p.ignore_eos = false;
+  p.guided = GuidedDecoding::kGrammar;
+  p.grammar = *ParseGbnf(R"g(root ::= "{" [a-z]+ "}")g", "guided_grammar");
+  ExpectRefusedOnTinyStories(
+      p, "guided_grammar: the model's vocabulary has no token that can begin the match");
+
+  auto qwen = MakeEngine(BaseConfig("tiny-qwen3"));
+  ASSERT_NE(qwen, nullptr);
+  const char* grammar = R"g(
+    root ::= "SELECT " column " FROM " table ";"
+    column ::= "id" | "name" | "age"
+    table ::= "users" | "orders"
+  )g";
+  p.grammar = *ParseGbnf(grammar, "guided_grammar");
+  p.temperature = 1.0f;
+  p.n = 4;
+  p.seed = 5;
+  ASSERT_TRUE(qwen->AddRequest("g", {{1, 2, 3}, p}).ok());
+  auto done = RunToCompletion(*qwen);
+  const std::regex oracle("SELECT (id|name|age) FROM (users|orders);");
+  for (int i = 0; i < 4; ++i) {
+    const Completed& c = done["g/" + std::to_string(i)];
+    EXPECT_EQ(c.finish_reason, "stop") << c.text;
+    EXPECT_TRUE(std::regex_match(c.text, oracle)) << c.text;
+  }
 }
 
 // --kv-cache-dtype: a BF16 cache holds twice the blocks in the same memory; auto follows --dtype

@@ -127,10 +127,14 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
   }
   if (request.params.guided != GuidedDecoding::kNone &&
       !NewGuide(request.params, token_vocabulary_)->CanBegin())
-    return InvalidArgument(
-        "{}: the model's vocabulary has no token that can begin the {}",
-        request.params.guided == GuidedDecoding::kRegex ? "guided_regex" : "response_format",
-        request.params.guided == GuidedDecoding::kRegex ? "match" : "JSON value");
+    return InvalidArgument("{}: the model's vocabulary has no token that can begin the {}",
+                           request.params.guided == GuidedDecoding::kRegex     ? "guided_regex"
+                           : request.params.guided == GuidedDecoding::kGrammar ? "guided_grammar"
+                                                                               : "response_format",
+                           request.params.guided == GuidedDecoding::kJsonObject ||
+                                   request.params.guided == GuidedDecoding::kJsonSchema
+                               ? "JSON value"
+                               : "match");
   std::vector<std::string> ids;
   for (int i = 0; i < request.params.n; ++i) {
     std::string sid = request.params.n == 1 ? id : id + "/" + std::to_string(i);

@@ -9,6 +9,7 @@
 
 #include "base/json_depth.h"
 #include "base/json_int32.h"
+#include "sampling/gbnf.h"
 
 namespace xinfer {
 namespace {
@@ -55,7 +56,8 @@ Status SetGuide(const std::string& kind, const json& v, const std::string& what,
   if (p.guided != GuidedDecoding::kNone)
     return InvalidArgument(
         "{}: only one kind of guided decoding can be given (response_format json_object / "
-        "json_schema, guided_json, guided_regex, guided_choice, structured_outputs)",
+        "json_schema, guided_json, guided_regex, guided_choice, guided_grammar, "
+        "structured_outputs, grammar, json_schema)",
         what);
   if (kind == "json") {
     XI_ASSIGN_OR_RETURN(p.json_schema, SchemaOf(v, what));
@@ -78,15 +80,20 @@ Status SetGuide(const std::string& kind, const json& v, const std::string& what,
   } else if (kind == "json_object") {
     if (!v.is_boolean()) return InvalidArgument("{} must be a boolean", what);
     if (v.get<bool>()) p.guided = GuidedDecoding::kJsonObject;
-  } else {  // grammar, structural_tag
-    return Unimplemented("{} is not supported (json, regex, choice and json_object guides are)",
-                         what);
+  } else if (kind == "grammar") {
+    if (!v.is_string()) return InvalidArgument("{} must be a string (a GBNF grammar)", what);
+    XI_ASSIGN_OR_RETURN(p.grammar, ParseGbnf(v.get<std::string>(), what));
+    p.guided = GuidedDecoding::kGrammar;
+  } else {  // structural_tag
+    return Unimplemented(
+        "{} is not supported (json, regex, choice, grammar and json_object guides are)", what);
   }
   return Status::Ok();
 }
 
 // OpenAI's response_format, vLLM's guided_json / guided_regex / guided_choice / guided_grammar and
-// its newer structured_outputs object (the same guides under other names); at most one of them.
+// its newer structured_outputs object, llama.cpp's grammar / json_schema (the same guides under
+// other names); at most one of them.
 Status ParseGuidedDecoding(const json& b, SamplingParams& p) {
   auto given = [&](const char* key) { return b.contains(key) && !b[key].is_null(); };
   // OpenAI's response_format: "text", "json_object" or "json_schema".
@@ -114,6 +121,10 @@ Status ParseGuidedDecoding(const json& b, SamplingParams& p) {
     const std::string key = std::string("guided_") + kind;
     if (given(key.c_str())) XI_RETURN_IF_ERROR(SetGuide(kind, b[key], key, p));
   }
+  // llama.cpp server's names for the same guides (its clients send these).
+  if (given("grammar")) XI_RETURN_IF_ERROR(SetGuide("grammar", b["grammar"], "grammar", p));
+  if (given("json_schema"))
+    XI_RETURN_IF_ERROR(SetGuide("json", b["json_schema"], "json_schema", p));
   if (given("structured_outputs")) {
     const json& so = b["structured_outputs"];
     if (!so.is_object()) return InvalidArgument("structured_outputs must be an object");

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sampling/guided_grammar.h"
 #include "sampling/guided_regex.h"
 #include "sampling/json_matcher.h"
 #include "sampling/schema_matcher.h"
@@ -26,6 +27,11 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes)
     plain_string_text_[id] = m.Advance("{\"") && m.Advance(b) && m.in_string() &&
                              b.find_first_of("\"\\") == std::string::npos;
   }
+}
+
+const TokenTrie& TokenVocabulary::trie() const {
+  std::call_once(trie_once_, [this] { trie_ = std::make_unique<const TokenTrie>(bytes_); });
+  return *trie_;
 }
 
 namespace {
@@ -143,6 +149,8 @@ std::unique_ptr<Guide> NewGuide(const SamplingParams& params,
       return NewJsonSchemaGuide(std::move(vocabulary), params.json_schema);
     case GuidedDecoding::kRegex:
       return NewRegexGuide(std::move(vocabulary), params.regex);
+    case GuidedDecoding::kGrammar:
+      return NewGrammarGuide(std::move(vocabulary), params.grammar);
   }
   return nullptr;
 }

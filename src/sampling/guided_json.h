@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "base/status.h"
 #include "sampling/json_schema.h"
 #include "sampling/sampling_params.h"
+#include "sampling/token_trie.h"
 
 namespace xinfer {
 
@@ -43,11 +45,15 @@ class TokenVocabulary {
   // Whole UTF-8 characters >= U+0020, none of them '"' or '\\': text that continues any JSON
   // string as it is, so a matcher inside a string need not try it byte by byte.
   bool plain_string_text(size_t id) const { return plain_string_text_[id] != 0; }
+  // The tokens' bytes as a prefix tree, built on first use (a guide that walks it; thread-safe).
+  const TokenTrie& trie() const;
 
  private:
   std::vector<std::string> bytes_;
   std::vector<uint8_t> first_byte_;
   std::vector<uint8_t> plain_string_text_;
+  mutable std::once_flag trie_once_;
+  mutable std::unique_ptr<const TokenTrie> trie_;
 };
 
 class Guide {

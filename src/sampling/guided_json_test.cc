@@ -11,6 +11,8 @@
 #include <random>
 #include <set>
 
+#include "sampling/gbnf.h"
+#include "sampling/guided_grammar.h"
 #include "sampling/guided_regex.h"
 #include "sampling/json_matcher.h"
 #include "sampling/sampler.h"
@@ -66,9 +68,13 @@ TEST(GuidedJsonObjectTest, CachedMasksEqualFreshOnesAlongSampledOutputs) {
   ASSERT_TRUE(schema.ok()) << schema.status().ToString();
   auto regex = RegexDfa::FromPattern("(a|1|é)+(\\.e)?", "guided_regex");
   ASSERT_TRUE(regex.ok());
+  auto grammar = ParseGbnf(R"g(root ::= "[" (item ("," item)*)? "]"
+      item ::= "1" | "-" [0-9]+ | "\"" [a\u00e9\\n]* "\"" | root)g",
+                           "guided_grammar");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
   const std::vector<std::function<std::unique_ptr<Guide>()>> kinds = {
       [&] { return NewJsonObjectGuide(v); }, [&] { return NewJsonSchemaGuide(v, *schema); },
-      [&] { return NewRegexGuide(v, *regex); }};
+      [&] { return NewRegexGuide(v, *regex); }, [&] { return NewGrammarGuide(v, *grammar); }};
   std::mt19937 rng(21);
   for (size_t k = 0; k < kinds.size(); ++k) {
     int steps = 0;

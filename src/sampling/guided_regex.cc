@@ -1,6 +1,5 @@
 #include "sampling/guided_regex.h"
 
-#include <array>
 #include <utility>
 #include <vector>
 
@@ -38,30 +37,31 @@ class RegexGuide final : public Guide {
   // Stops at the first token that can come (the engine asks once per request, before any
   // sampler computes the whole set).
   bool CanBegin() const override {
-    if (complete()) return true;
-    const TokenVocabulary& v = *vocabulary_;
-    for (size_t id = 0; id < v.size(); ++id)
-      if (!v.bytes(id).empty() && dfa_->Walk(state_, v.bytes(id)) != RegexDfa::kDead) return true;
-    return false;
+    return complete() || WalkTokens(state_, [](int32_t) { return true; });
   }
 
  private:
-  // The tokens whose bytes walk the automaton from `state` to a live state.
+  // Calls on_token for every token whose bytes walk the automaton from `state` to a live state
+  // (a walk of the vocabulary's trie: a dead prefix skips every token under it); stops early
+  // once on_token returns true.
+  template <class OnToken>
+  bool WalkTokens(int32_t state, OnToken&& on_token) const {
+    return vocabulary_->trie().Walk(
+        state,
+        [&](int32_t from, uint8_t byte, uint32_t, int32_t* next) {
+          *next = dfa_->Next(from, byte);
+          return *next != RegexDfa::kDead;
+        },
+        on_token);
+  }
+
   const TokenSet& AllowedAt(int32_t state) const {
     return token_sets_.Get(state, [&] {
-      const TokenVocabulary& v = *vocabulary_;
-      std::array<int32_t, 256> after_first;
-      for (int b = 0; b < 256; ++b)
-        after_first[static_cast<size_t>(b)] = dfa_->Next(state, static_cast<uint8_t>(b));
-      TokenSet allowed((v.size() + 63) / 64, 0);
-      for (size_t id = 0; id < v.size(); ++id) {
-        const std::string& bytes = v.bytes(id);
-        if (bytes.empty()) continue;
-        const int32_t s = after_first[static_cast<uint8_t>(bytes[0])];
-        if (s != RegexDfa::kDead &&
-            dfa_->Walk(s, std::string_view(bytes).substr(1)) != RegexDfa::kDead)
-          TokenSetAdd(allowed, id);
-      }
+      TokenSet allowed((vocabulary_->size() + 63) / 64, 0);
+      WalkTokens(state, [&](int32_t id) {
+        TokenSetAdd(allowed, static_cast<size_t>(id));
+        return false;
+      });
       return allowed;
     });
   }

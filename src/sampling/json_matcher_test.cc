@@ -127,7 +127,9 @@ TEST(JsonMatcherTest, BoundsDepthAndWhitespaceRuns) {
   EXPECT_EQ(FirstRefused(deep, &m), -1);
   EXPECT_FALSE(m.Advance('['));  // one level past the limit
   JsonMatcher w;
-  EXPECT_EQ(FirstRefused("{" + std::string(JsonMatcher::kMaxWhitespaceRun, ' '), &w), -1);
+  std::string run = "{";
+  run.append(JsonMatcher::kMaxWhitespaceRun, ' ');
+  EXPECT_EQ(FirstRefused(run, &w), -1);
   EXPECT_FALSE(w.Advance('\n'));
   JsonMatcher s;  // inside strings, spaces are content, not a run
   EXPECT_EQ(FirstRefused("{\"" + std::string(200, ' ') + "\":1}", &s), -1);

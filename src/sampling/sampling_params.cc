@@ -54,10 +54,13 @@ Status SamplingParams::Validate(int32_t vocab_size) const {
   if (guided == GuidedDecoding::kRegex && regex == nullptr) {
     return InvalidArgument("guided_regex needs a compiled expression");
   }
+  if (guided == GuidedDecoding::kGrammar && grammar == nullptr) {
+    return InvalidArgument("guided_grammar needs a compiled grammar");
+  }
   if (guided != GuidedDecoding::kNone && ignore_eos) {
     return InvalidArgument(
         "ignore_eos cannot be combined with guided decoding (response_format, guided_json, "
-        "guided_regex, guided_choice): the output ends when the value is complete");
+        "guided_regex, guided_choice, guided_grammar): the output ends when the value is complete");
   }
   if (logprobs < -1 || logprobs > kMaxLogprobs) {
     return InvalidArgument("logprobs must be in [0, {}] (or absent), got {}", kMaxLogprobs,

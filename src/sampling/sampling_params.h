@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sampling/grammar.h"
 #include "sampling/json_schema.h"
 #include "sampling/regex_dfa.h"
 
@@ -31,8 +32,9 @@ inline constexpr float kMaxLogitBias = 100.0f;
 // Grammar the output must follow (guided decoding). kJsonObject: one JSON object (OpenAI's
 // response_format json_object); kJsonSchema: one value of `json_schema` (response_format
 // json_schema, vLLM's guided_json); kRegex: one whole match of `regex` (vLLM's guided_regex and
-// guided_choice). The sequence can end only once the value is complete.
-enum class GuidedDecoding { kNone, kJsonObject, kJsonSchema, kRegex };
+// guided_choice); kGrammar: one whole match of `grammar` (vLLM's guided_grammar, GBNF). The
+// sequence can end only once the value is complete.
+enum class GuidedDecoding { kNone, kJsonObject, kJsonSchema, kRegex, kGrammar };
 
 struct SamplingParams {
   // --- Token choice (Sampler) ---
@@ -55,6 +57,7 @@ struct SamplingParams {
   GuidedDecoding guided = GuidedDecoding::kNone;
   std::shared_ptr<const JsonSchema> json_schema;  // kJsonSchema: compiled, shared, immutable
   std::shared_ptr<const RegexDfa> regex;          // kRegex: compiled, shared, immutable
+  std::shared_ptr<const Grammar> grammar;         // kGrammar: compiled, shared, immutable
   // Same seed (and same logits) → same tokens, alone or in any batch. Absent: the engine supplies
   // a random per-sequence seed (Sampler's fallback_seed).
   std::optional<uint64_t> seed;

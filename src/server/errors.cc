@@ -69,6 +69,8 @@ std::string ParamOf(const std::string& message) {
                                                 "guided_regex",
                                                 "guided_choice",
                                                 "guided_grammar",
+                                                "grammar",
+                                                "json_schema",
                                                 "structured_outputs",
                                                 "allowed_token_ids",
                                                 "skip_special_tokens",

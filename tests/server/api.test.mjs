@@ -247,7 +247,7 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     }
   });
 
-  test('guided_choice, guided_regex and structured_outputs: the output is one whole match', async () => {
+  test('guided_choice, guided_regex, guided_grammar and structured_outputs: the output is one whole match', async () => {
     const messages = [{ role: 'user', content: 'Pick one.' }];
     const choices = ['Positive', 'Negative', 'Neutral ✓'];
     for (const guide of [{ guided_choice: choices }, { structured_outputs: { choice: choices } }]) {
@@ -281,6 +281,46 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
         assert.match(c.text, new RegExp(`^${pattern}$`));
       }
     }
+    // A GBNF grammar (guided_grammar, structured_outputs.grammar), streamed and not.
+    const grammar = `root ::= "SELECT " cols " FROM " table ";"
+      cols ::= "*" | col (", " col)*
+      col ::= "id" | "name" | "age"
+      table ::= [a-z]{1,8}`;
+    const sql = /^SELECT (\*|(id|name|age)(, (id|name|age))*) FROM [a-z]{1,8};$/;
+    for (const guide of [{ guided_grammar: grammar }, { structured_outputs: { grammar } }]) {
+      for (const stream of [false, true]) {
+        const req = { model: 'test-model', messages, n: 2, temperature: 1.0, seed: 9,
+          max_tokens: 60, stream, ...guide };
+        const texts = ['', ''];
+        if (stream) {
+          for await (const chunk of await client.chat.completions.create(req))
+            for (const c of chunk.choices) {
+              texts[c.index] += c.delta.content ?? '';
+              if (c.finish_reason) assert.equal(c.finish_reason, 'stop', texts[c.index]);
+            }
+        } else {
+          const r = await client.chat.completions.create(req);
+          for (const c of r.choices) {
+            assert.equal(c.finish_reason, 'stop', c.message.content);
+            texts[c.index] = c.message.content;
+          }
+        }
+        for (const t of texts) assert.match(t, sql, `${JSON.stringify(guide)} stream=${stream}`);
+      }
+    }
+    // On /v1/completions, and under llama.cpp's name (`grammar`).
+    for (const guide of [{ guided_grammar: grammar }, { grammar }]) {
+      const g = await client.completions.create({ model: 'test-model', prompt: 'Query:', n: 2,
+        temperature: 1.0, seed: 2, max_tokens: 60, ...guide });
+      for (const c of g.choices) {
+        assert.equal(c.finish_reason, 'stop', c.text);
+        assert.match(c.text, sql);
+      }
+    }
+    // llama.cpp's json_schema field is guided_json.
+    const js = await client.chat.completions.create({ model: 'test-model', messages,
+      temperature: 1.0, seed: 1, max_tokens: 60, json_schema: { enum: ['up', 'down'] } });
+    assert.ok(['"up"', '"down"'].includes(js.choices[0].message.content.trim()), js.choices[0].message.content);
     // structured_outputs.json is guided_json under its new name.
     const r = await client.chat.completions.create({ model: 'test-model', messages,
       temperature: 1.0, seed: 1, max_tokens: 60,

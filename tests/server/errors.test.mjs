@@ -108,8 +108,8 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     for (const key of ['guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs']) {
       assertError(await post('/v1/chat/completions', chat({ [key]: { a: 1 } })), 400, { param: key });
     }
-    // Regexes and choices: what is not regular, not supported, too large or matches nothing; two
-    // guides at once; structured_outputs' unsupported kinds and unknown fields.
+    // Regexes, choices and grammars: what is not regular, not supported, too large, malformed or
+    // matches nothing; two guides at once; structured_outputs' unsupported kinds and unknown fields.
     for (const [guide, param, message] of [
       [{ guided_regex: '(a' }, 'guided_regex', /missing '\)' at position 2/],
       [{ guided_regex: '(a)\\1' }, 'guided_regex', /backreference .* not supported/],
@@ -122,7 +122,20 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       [{ guided_choice: ['a'], guided_regex: 'a' }, 'guided_choice', /only one kind of guided decoding/],
       [{ guided_choice: ['a'], response_format: { type: 'json_object' } }, 'guided_choice', /only one kind/],
       [{ structured_outputs: { regex: 'a', choice: ['a'] } }, 'structured_outputs', /only one kind/],
-      [{ structured_outputs: { grammar: 'root ::= "a"' } }, 'structured_outputs', /grammar is not supported/],
+      [{ structured_outputs: { structural_tag: '{}' } }, 'structured_outputs', /structural_tag is not supported/],
+      [{ guided_grammar: 'root ::= thing' }, 'guided_grammar', /rule 'thing' is used but not defined/],
+      [{ guided_grammar: 'root ::= root "a" | "a"' }, 'guided_grammar', /can reach itself without consuming text/],
+      [{ guided_grammar: 'start ::= "a"' }, 'guided_grammar', /no 'root' rule/],
+      [{ guided_grammar: 'root ::= "a' }, 'guided_grammar', /line 1, column 10: unterminated literal/],
+      [{ guided_grammar: 'root ::= <[12]>' }, 'guided_grammar', /token references/],
+      [{ guided_grammar: 'root ::= "a"', guided_regex: 'a' }, 'guided_grammar', /only one kind/],
+      [{ structured_outputs: { grammar: 'root ::= [a-' } }, 'structured_outputs', /grammar: line 1, column 10: unterminated character class/],
+      [{ guided_grammar: 'root ::= "a"', ignore_eos: true }, 'ignore_eos', /guided decoding/],
+      // llama.cpp's names for the same guides.
+      [{ grammar: 'root ::= x' }, 'grammar', /rule 'x' is used but not defined/],
+      [{ grammar: 5 }, 'grammar', /must be a string/],
+      [{ json_schema: { type: 'number', minimum: 1.5 } }, 'json_schema', /'minimum'/],
+      [{ grammar: 'root ::= "a"', json_schema: { type: 'object' } }, 'json_schema', /only one kind/],
       [{ structured_outputs: { regex: 'a', typo: 1 } }, 'structured_outputs', /unknown field 'typo'/],
       [{ structured_outputs: { regex: '*' } }, 'structured_outputs', /nothing to repeat/],
       [{ guided_regex: 'a', ignore_eos: true }, 'ignore_eos', /guided decoding/]]) {

@@ -128,8 +128,10 @@ Status ParseGuidedDecoding(const json& b, SamplingParams& p) {
   if (given("structured_outputs")) {
     const json& so = b["structured_outputs"];
     if (!so.is_object()) return InvalidArgument("structured_outputs must be an object");
-    // vLLM's StructuredOutputsParams fields; the options past the guides change nothing here
-    // (whitespace is the model's choice, no guide falls back to another).
+    // vLLM's StructuredOutputsParams fields. disable_any_whitespace compacts the JSON guides'
+    // output (below); the other options change nothing here: no guide falls back to another,
+    // a schema's object never has keys it does not name, and whitespace_pattern is outlines'
+    // (vLLM's xgrammar backend ignores it too).
     static const std::set<std::string> kKnown = {"json",
                                                  "regex",
                                                  "choice",
@@ -146,6 +148,12 @@ Status ParseGuidedDecoding(const json& b, SamplingParams& p) {
     for (const char* kind : {"json", "regex", "choice", "grammar", "json_object", "structural_tag"})
       if (so.contains(kind) && !so[kind].is_null())
         XI_RETURN_IF_ERROR(SetGuide(kind, so[kind], std::string("structured_outputs.") + kind, p));
+    // Compact JSON: no whitespace between tokens (the JSON guides; others have none of their own).
+    if (so.contains("disable_any_whitespace") && !so["disable_any_whitespace"].is_null()) {
+      if (!so["disable_any_whitespace"].is_boolean())
+        return InvalidArgument("structured_outputs.disable_any_whitespace must be a boolean");
+      p.guided_whitespace = !so["disable_any_whitespace"].get<bool>();
+    }
   }
   return Status::Ok();
 }

@@ -75,8 +75,9 @@ class MatcherGuide final : public Guide {
 class SchemaGuide final : public Guide {
  public:
   SchemaGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
-              std::shared_ptr<const JsonSchema> schema)
-      : schema_(std::move(schema)), guide_(std::move(vocabulary), SchemaMatcher(schema_.get())) {}
+              std::shared_ptr<const JsonSchema> schema, bool whitespace)
+      : schema_(std::move(schema)),
+        guide_(std::move(vocabulary), MatcherOf(schema_.get(), whitespace)) {}
   Status CatchUp(std::span<const int32_t> output_ids) override {
     return guide_.CatchUp(output_ids);
   }
@@ -87,6 +88,12 @@ class SchemaGuide final : public Guide {
   bool CanBegin() const override { return guide_.CanBegin(); }
 
  private:
+  static SchemaMatcher MatcherOf(const JsonSchema* schema, bool whitespace) {
+    SchemaMatcher m(schema);
+    m.set_whitespace_allowed(whitespace);
+    return m;
+  }
+
   std::shared_ptr<const JsonSchema> schema_;
   MatcherGuide<SchemaMatcher> guide_;
 };
@@ -144,9 +151,10 @@ std::unique_ptr<Guide> NewGuide(const SamplingParams& params,
     case GuidedDecoding::kNone:
       return nullptr;
     case GuidedDecoding::kJsonObject:
-      return NewJsonObjectGuide(std::move(vocabulary));
+      return NewJsonObjectGuide(std::move(vocabulary), params.guided_whitespace);
     case GuidedDecoding::kJsonSchema:
-      return NewJsonSchemaGuide(std::move(vocabulary), params.json_schema);
+      return NewJsonSchemaGuide(std::move(vocabulary), params.json_schema,
+                                params.guided_whitespace);
     case GuidedDecoding::kRegex:
       return NewRegexGuide(std::move(vocabulary), params.regex);
     case GuidedDecoding::kGrammar:
@@ -155,13 +163,17 @@ std::unique_ptr<Guide> NewGuide(const SamplingParams& params,
   return nullptr;
 }
 
-std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary) {
-  return std::make_unique<MatcherGuide<JsonMatcher>>(std::move(vocabulary), JsonMatcher());
+std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
+                                          bool whitespace) {
+  JsonMatcher m;
+  m.set_whitespace_allowed(whitespace);
+  return std::make_unique<MatcherGuide<JsonMatcher>>(std::move(vocabulary), m);
 }
 
 std::unique_ptr<Guide> NewJsonSchemaGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
-                                          std::shared_ptr<const JsonSchema> schema) {
-  return std::make_unique<SchemaGuide>(std::move(vocabulary), std::move(schema));
+                                          std::shared_ptr<const JsonSchema> schema,
+                                          bool whitespace) {
+  return std::make_unique<SchemaGuide>(std::move(vocabulary), std::move(schema), whitespace);
 }
 
 }  // namespace xinfer

@@ -75,10 +75,13 @@ class Guide {
 // The guide `params.guided` asks for (with its schema or expression); null for kNone.
 std::unique_ptr<Guide> NewGuide(const SamplingParams& params,
                                 std::shared_ptr<const TokenVocabulary> vocabulary);
-// One JSON object (response_format json_object): JsonMatcher.
-std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary);
+// One JSON object (response_format json_object): JsonMatcher. `whitespace`: false for no
+// whitespace between tokens (vLLM's disable_any_whitespace).
+std::unique_ptr<Guide> NewJsonObjectGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
+                                          bool whitespace = true);
 // One value of `schema` (response_format json_schema): SchemaMatcher.
 std::unique_ptr<Guide> NewJsonSchemaGuide(std::shared_ptr<const TokenVocabulary> vocabulary,
-                                          std::shared_ptr<const JsonSchema> schema);
+                                          std::shared_ptr<const JsonSchema> schema,
+                                          bool whitespace = true);
 
 }  // namespace xinfer

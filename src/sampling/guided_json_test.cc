@@ -52,6 +52,28 @@ TEST(GuidedJsonObjectTest, MaskAdmitsWhatContinuesAnObjectAndEndsOnlyWhenComplet
   EXPECT_EQ(g->CatchUp(out).code(), StatusCode::kInvalidArgument);
 }
 
+// vLLM's disable_any_whitespace: no whitespace token anywhere between tokens (the object and the
+// schema guides alike), and "k": 2} whose space is between tokens refused too; strings keep theirs.
+TEST(GuidedJsonObjectTest, NoWhitespaceWhenDisallowed) {
+  auto g = NewJsonObjectGuide(Vocabulary(), /*whitespace=*/false);
+  EXPECT_EQ(Allowed(*g), (std::set<int32_t>{0, 11}));  // '{', '{"b":'
+  std::vector<int32_t> out = {0};
+  ASSERT_TRUE(g->CatchUp(out).ok());
+  EXPECT_EQ(Allowed(*g), (std::set<int32_t>{1, 2, 7}));  // '}', a key, a quote
+  out.push_back(1);
+  ASSERT_TRUE(g->CatchUp(out).ok());
+  EXPECT_EQ(Allowed(*g), (std::set<int32_t>{kGuidedEos}));  // the end only
+  auto schema = CompileJsonSchema(
+      nlohmann::ordered_json::parse(R"({"type":"object","properties":{"k":{"type":"integer"}}})"),
+      "schema");
+  ASSERT_TRUE(schema.ok());
+  auto s = NewJsonSchemaGuide(Vocabulary(), *schema, /*whitespace=*/false);
+  EXPECT_EQ(Allowed(*s), (std::set<int32_t>{0}));
+  ASSERT_TRUE(s->CatchUp(std::vector<int32_t>{0}).ok());
+  EXPECT_EQ(Allowed(*s), (std::set<int32_t>{1, 7}));  // no '"k": 2}' (its space), no whitespace
+  EXPECT_TRUE(Allowed(*NewJsonSchemaGuide(Vocabulary(), *schema), {kGuidedEos}).count(5));
+}
+
 // Guides cache each state's token set by the state's key: along sampled outputs, the mask of a
 // guide that has seen many states equals, at every step, the mask of a new guide fed the same
 // output (which computes it afresh). A key that left out part of the state would differ.

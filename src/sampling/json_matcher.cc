@@ -42,7 +42,7 @@ bool JsonMatcher::Advance(std::string_view bytes) {
   return true;
 }
 
-bool JsonMatcher::Whitespace() { return ++ws_run_ <= kMaxWhitespaceRun; }
+bool JsonMatcher::Whitespace() { return ++ws_run_ <= max_ws_run_; }
 
 bool JsonMatcher::Open(bool object) {
   if (depth_ == kMaxDepth) return false;

@@ -29,6 +29,10 @@ class JsonMatcher {
   bool complete() const { return mode_ == Mode::kDone; }
   // Inside a string, between characters (not in an escape or a multi-byte character).
   bool in_string() const { return mode_ == Mode::kString; }
+  // false: no whitespace between tokens at all (vLLM's disable_any_whitespace: compact JSON).
+  // Set before the first byte; kept by copies.
+  void set_whitespace_allowed(bool allowed) { max_ws_run_ = allowed ? kMaxWhitespaceRun : 0; }
+  bool whitespace_allowed() const { return max_ws_run_ != 0; }
 
   // A matcher of one JSON value of any type rather than of an object, as a schema's leaf needs:
   // primed as if inside `{"":`. value_complete() says when that value has ended — a number only
@@ -80,7 +84,8 @@ class JsonMatcher {
   uint8_t utf8_left_ = 0;   // kUtf8: continuation bytes still expected
   uint8_t utf8_lo_ = 0x80;  // kUtf8: range of the next continuation byte
   uint8_t utf8_hi_ = 0xBF;
-  uint8_t ws_run_ = 0;             // whitespace bytes in a row
+  uint8_t ws_run_ = 0;  // whitespace bytes in a row
+  uint8_t max_ws_run_ = kMaxWhitespaceRun;
   int8_t depth_ = 0;               // open containers
   const char* literal_ = nullptr;  // kLiteral: the rest of "true" / "false" / "null"
   uint64_t containers_ = 0;        // bit i: container i is an object (1) or an array (0)

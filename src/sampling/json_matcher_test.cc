@@ -119,6 +119,22 @@ TEST(JsonMatcherTest, SingleByteEditsAgreeWithTheParser) {
   EXPECT_EQ(checked, 3000 * static_cast<int>(kValid.size()));
 }
 
+TEST(JsonMatcherTest, NoWhitespaceBetweenTokensWhenDisallowed) {
+  JsonMatcher m;
+  m.set_whitespace_allowed(false);
+  EXPECT_FALSE(m.whitespace_allowed());
+  const JsonMatcher fresh = m;  // copies keep the setting
+  JsonMatcher a = fresh;
+  EXPECT_EQ(FirstRefused(R"({"a b":["c d",1,{"e":null}],"f":-1.5e3})", &a), -1);
+  EXPECT_TRUE(a.complete());
+  EXPECT_FALSE(a.Advance(' '));  // not even after the object
+  for (const std::string text : {R"( {})", R"({ })", R"({"a" :1})", R"({"a": 1})", R"({"a":1 })",
+                                 "{\"a\":[1,\n2]}", "{\"a\":\t1}"}) {
+    JsonMatcher b = fresh;
+    EXPECT_GE(FirstRefused(text, &b), 0) << text;
+  }
+}
+
 TEST(JsonMatcherTest, BoundsDepthAndWhitespaceRuns) {
   std::string deep(JsonMatcher::kMaxDepth, '[');
   deep[0] = '{';

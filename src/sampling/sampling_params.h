@@ -58,6 +58,9 @@ struct SamplingParams {
   std::shared_ptr<const JsonSchema> json_schema;  // kJsonSchema: compiled, shared, immutable
   std::shared_ptr<const RegexDfa> regex;          // kRegex: compiled, shared, immutable
   std::shared_ptr<const Grammar> grammar;         // kGrammar: compiled, shared, immutable
+  // JSON guides: whitespace between tokens (runs of up to 32 bytes) allowed; false for none
+  // (vLLM's structured_outputs.disable_any_whitespace).
+  bool guided_whitespace = true;
   // Same seed (and same logits) → same tokens, alone or in any batch. Absent: the engine supplies
   // a random per-sequence seed (Sampler's fallback_seed).
   std::optional<uint64_t> seed;

@@ -60,6 +60,7 @@ SchemaMatcher& SchemaMatcher::operator=(const SchemaMatcher& other) {
   schema_ = other.schema_;
   depth_ = other.depth_;
   ws_run_ = other.ws_run_;
+  max_ws_run_ = other.max_ws_run_;
   leaf_ = other.leaf_;
   for (int i = 0; i < depth_; ++i)
     frames_[static_cast<size_t>(i)] = other.frames_[static_cast<size_t>(i)];
@@ -164,6 +165,7 @@ bool SchemaMatcher::StartValue(Frame& f, uint8_t byte) {
   }
   // A leaf: the JsonMatcher of one value lexes it.
   leaf_ = JsonMatcher::ForValue();
+  leaf_.set_whitespace_allowed(max_ws_run_ != 0);
   if (!leaf_.Advance(byte)) return false;
   f.phase = Phase::kLeaf;
   if (leaf_.value_complete()) Pop();

@@ -34,6 +34,11 @@ class SchemaMatcher {
   bool complete() const { return depth_ == 0; }
   // Inside a string whose content is free (a string or any-value leaf), between characters.
   bool in_string() const;
+  // false: no whitespace between tokens (JsonMatcher::set_whitespace_allowed). Set before the
+  // first byte; kept by copies.
+  void set_whitespace_allowed(bool allowed) {
+    max_ws_run_ = allowed ? JsonMatcher::kMaxWhitespaceRun : 0;
+  }
   // Appends bytes that tell this state apart (for the same schema): two matchers with the same key
   // accept the same continuations.
   void AppendStateKey(std::string* key) const;
@@ -66,7 +71,7 @@ class SchemaMatcher {
   // An enum / const value ended as literal `literal` of its node: pop it, and let a union object
   // that it discriminates go on as the alternative it names.
   void EndLiteral(int literal);
-  bool Whitespace() { return ++ws_run_ <= JsonMatcher::kMaxWhitespaceRun; }
+  bool Whitespace() { return ++ws_run_ <= max_ws_run_; }
   // Keys that may come next in an object whose properties before `next` are done: each from
   // `next` on, up to the first required one.
   static uint64_t AllowedKeys(const SchemaNode& n, int next);
@@ -80,6 +85,7 @@ class SchemaMatcher {
   std::array<Frame, kMaxDepth> frames_;
   int depth_ = 0;
   uint8_t ws_run_ = 0;
+  uint8_t max_ws_run_ = JsonMatcher::kMaxWhitespaceRun;
   JsonMatcher leaf_;
 };
 

@@ -71,6 +71,26 @@ TEST(SchemaMatcherTest, AcceptsWhatFollowsTheSchemaAndEveryPrefix) {
   }
 }
 
+TEST(SchemaMatcherTest, NoWhitespaceBetweenTokensWhenDisallowed) {
+  auto schema = Compile(kPerson);
+  ASSERT_NE(schema, nullptr);
+  auto check = [&](const std::string& text) {
+    SchemaMatcher m(schema.get());
+    m.set_whitespace_allowed(false);
+    const SchemaMatcher copy = m;  // copies keep the setting
+    m = copy;
+    for (size_t i = 0; i < text.size(); ++i)
+      if (!m.Advance(static_cast<uint8_t>(text[i]))) return static_cast<int>(i);
+    return m.complete() ? -1 : -2;
+  };
+  EXPECT_EQ(check(R"({"name":"a b","age":3,"extra":{"free":[1,{"x":null}]}})"), -1);
+  EXPECT_EQ(check(R"( {"name":"x","age":3})"), 0);
+  EXPECT_EQ(check(R"({"name": "x","age":3})"), 8);
+  EXPECT_EQ(check(R"({"name":"x","age":3 })"), 19);
+  // Inside an any-value leaf too.
+  EXPECT_EQ(check(R"({"name":"x","age":3,"extra":{"free": 1}})"), 36);
+}
+
 TEST(SchemaMatcherTest, RefusesWhatBreaksTheSchema) {
   auto schema = Compile(kPerson);
   ASSERT_NE(schema, nullptr);

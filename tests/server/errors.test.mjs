@@ -137,6 +137,7 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       [{ json_schema: { type: 'number', minimum: 1.5 } }, 'json_schema', /'minimum'/],
       [{ grammar: 'root ::= "a"', json_schema: { type: 'object' } }, 'json_schema', /only one kind/],
       [{ structured_outputs: { regex: 'a', typo: 1 } }, 'structured_outputs', /unknown field 'typo'/],
+      [{ structured_outputs: { json_object: true, disable_any_whitespace: 'yes' } }, 'structured_outputs', /disable_any_whitespace must be a boolean/],
       [{ structured_outputs: { regex: '*' } }, 'structured_outputs', /nothing to repeat/],
       [{ guided_regex: 'a', ignore_eos: true }, 'ignore_eos', /guided decoding/]]) {
       for (const p of ['/v1/chat/completions', '/v1/completions']) {

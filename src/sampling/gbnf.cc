@@ -33,6 +33,8 @@ class GbnfParser {
       : text_(text), what_(what), builder_(what) {}
 
   StatusOr<std::shared_ptr<const Grammar>> Parse() {
+    if (text_.size() > kMaxGbnfBytes)
+      return InvalidArgument("{}: the grammar is longer than {} bytes", what_, kMaxGbnfBytes);
     SkipSpace();
     if (pos_ == text_.size()) return Error("the grammar is empty (it needs a 'root' rule)");
     while (pos_ < text_.size()) {

@@ -24,8 +24,9 @@
 
 namespace xinfer {
 
-// Largest count a GBNF quantifier may give.
+// Largest count a GBNF quantifier may give, and the longest grammar text taken.
 inline constexpr int32_t kMaxGbnfRepeat = 1000;
+inline constexpr size_t kMaxGbnfBytes = size_t{1} << 20;
 
 // InvalidArgument (message starting with `what`, e.g. "guided_grammar") when `text` is not a
 // grammar this engine takes.

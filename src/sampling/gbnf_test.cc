@@ -269,6 +269,53 @@ TEST(GbnfTest, BoundsRefuseBytesRatherThanGrowWithoutLimit) {
   EXPECT_TRUE(ok.complete());
 }
 
+// A chain of 50 000 rules, defined in the order that made a fixed-point loop quadratic: compiled
+// in linear time, and matched (the expansion walks the whole chain within its step bound).
+TEST(GbnfTest, LongRuleChainsCompileAndMatch) {
+  std::string text = "root ::= r0\n";
+  for (int i = 0; i < 50000; ++i) {
+    text += 'r';
+    text += std::to_string(i);
+    text += " ::= r";
+    text += std::to_string(i + 1);
+    text += '\n';
+  }
+  text += "r50000 ::= \"x\"\n";
+  const auto g = Compile(text);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(Matches(*g, "x"));
+  EXPECT_FALSE(Matches(*g, "y"));
+  EXPECT_FALSE(ParseGbnf(std::string(kMaxGbnfBytes + 1, ' '), "guided_grammar").ok());
+}
+
+// A grammar whose every byte costs thousands of expansion steps (60 ways to read one letter, each
+// leaving 60 again): a token walk stops at its budget with a subset of the allowed
+// tokens — every one of them valid — instead of running for minutes over a large vocabulary.
+TEST(GbnfTest, TokenWalksStopAtTheirBudget) {
+  std::string text = "root ::= item{0,1000}\nitem ::= ";
+  for (int i = 0; i < 60; ++i) text += (i ? " | c" : "c") + std::to_string(i);
+  for (int i = 0; i < 60; ++i) text += "\nc" + std::to_string(i) + " ::= [a-z]";
+  const auto g = Compile(text);
+  ASSERT_NE(g, nullptr);
+  std::vector<std::string> vocab;
+  for (const std::string& s : AllStrings("abcdefghijklmnopqrstuvwxyz", 3))
+    if (!s.empty()) vocab.push_back(s);
+  const TokenTrie trie(vocab);
+  GrammarMatcher m(g.get(), /*walk_budget=*/size_t{1} << 20);
+  size_t found = 0;
+  m.WalkTokens(trie, [&](int32_t id) {
+    GrammarMatcher check = m;
+    EXPECT_TRUE(check.Advance(vocab[static_cast<size_t>(id)])) << vocab[static_cast<size_t>(id)];
+    ++found;
+    return false;
+  });
+  EXPECT_GT(found, 0u);
+  EXPECT_LT(found, vocab.size() / 2);  // every token is valid; the budget cut the walk short
+  // The matcher itself is untouched: every letter still advances it.
+  EXPECT_TRUE(m.Advance("abc"));
+  EXPECT_TRUE(m.complete());
+}
+
 TEST(GbnfTest, RandomGrammarsCompileOrAreRefusedCleanly) {
   std::mt19937 rng(11);
   const std::vector<std::string> pieces = {

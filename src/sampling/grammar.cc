@@ -45,12 +45,15 @@ Status GrammarBuilder::Define(uint32_t rule, std::vector<Sequence> alternatives)
   return CheckSize();
 }
 
+Status GrammarBuilder::TooLarge() {
+  return InvalidArgument(
+      "the grammar is too large (more than {} elements or {} rules once repetitions are "
+      "expanded)",
+      Grammar::kMaxElements, Grammar::kMaxRules);
+}
+
 Status GrammarBuilder::CheckSize() const {
-  if (elements_ > Grammar::kMaxElements || rules_.size() > Grammar::kMaxRules)
-    return InvalidArgument(
-        "the grammar is too large (more than {} elements or {} rules once repetitions are "
-        "expanded)",
-        Grammar::kMaxElements, Grammar::kMaxRules);
+  if (elements_ > Grammar::kMaxElements || rules_.size() > Grammar::kMaxRules) return TooLarge();
   return Status::Ok();
 }
 
@@ -129,11 +132,10 @@ StatusOr<GrammarBuilder::Sequence> GrammarBuilder::Repeat(Sequence item, int32_t
                                                           uint32_t parent) {
   XI_CHECK(min >= 0 && (max == -1 || max >= min));
   Sequence out;
-  for (int32_t i = 0; i < min; ++i) {
-    out.insert(out.end(), item.begin(), item.end());
-    elements_ += item.size();
-    XI_RETURN_IF_ERROR(CheckSize());
-  }
+  // The copies are counted when the sequence holding them is defined; checked here first so
+  // that a long item repeated many times is refused before it is built.
+  if (elements_ + item.size() * static_cast<size_t>(min) > Grammar::kMaxElements) return TooLarge();
+  for (int32_t i = 0; i < min; ++i) out.insert(out.end(), item.begin(), item.end());
   if (max == -1) {  // star ::= item star | ""
     const uint32_t star = NewRule(parent);
     Sequence again = item;
@@ -154,6 +156,46 @@ StatusOr<GrammarBuilder::Sequence> GrammarBuilder::Repeat(Sequence item, int32_t
   return out;
 }
 
+std::vector<uint8_t> GrammarBuilder::RulesWithAnAlternativeOf(bool bytes_count) const {
+  // Linear time (a fixed-point loop over all rules would be quadratic in a long chain of rules):
+  // each alternative counts the references it still waits for, and a rule found reaches the
+  // alternatives that reference it.
+  const size_t n = rules_.size();
+  std::vector<uint8_t> found(n, 0);
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> used_by(n);  // (rule, alternative)
+  std::vector<std::vector<uint32_t>> waiting(n);
+  std::vector<uint32_t> queue;
+  auto add = [&](uint32_t r) {
+    if (!found[r]) {
+      found[r] = 1;
+      queue.push_back(r);
+    }
+  };
+  for (uint32_t r = 0; r < n; ++r) {
+    waiting[r].assign(rules_[r].size(), 0);
+    for (uint32_t a = 0; a < rules_[r].size(); ++a) {
+      const Sequence& alt = rules_[r][a];
+      if (!bytes_count && std::any_of(alt.begin(), alt.end(), [](const Grammar::Element& e) {
+            return e.kind != Kind::kRule;
+          }))
+        continue;  // never all found: it consumes a byte
+      for (const Grammar::Element& e : alt)
+        if (e.kind == Kind::kRule) {
+          ++waiting[r][a];
+          used_by[e.value].emplace_back(r, a);
+        }
+      if (waiting[r][a] == 0) add(r);
+    }
+  }
+  while (!queue.empty()) {
+    const uint32_t s = queue.back();
+    queue.pop_back();
+    for (auto [r, a] : used_by[s])
+      if (--waiting[r][a] == 0) add(r);
+  }
+  return found;
+}
+
 StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Finish(std::string_view root_name) {
   const size_t n = rules_.size();
   uint32_t root = 0;
@@ -163,25 +205,9 @@ StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Finish(std::string_view
     if (!defined_[r])
       return InvalidArgument("{}: rule '{}' is used but not defined", what_, names_[r]);
 
-  // Rules that derive some text, to a fixed point; alternatives that cannot are dropped, so
-  // that every state the matcher reaches can still finish.
-  std::vector<uint8_t> productive(n, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (uint32_t r = 0; r < n; ++r) {
-      if (productive[r]) continue;
-      for (const Sequence& alt : rules_[r]) {
-        bool all = true;
-        for (const Grammar::Element& e : alt)
-          if (e.kind == Kind::kRule && !productive[e.value]) all = false;
-        if (all) {
-          productive[r] = 1;
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
+  // Rules that derive some text; alternatives that cannot are dropped, so that every state the
+  // matcher reaches can still finish.
+  const std::vector<uint8_t> productive = RulesWithAnAlternativeOf(/*bytes_count=*/true);
   if (!productive[root])
     return InvalidArgument("{}: rule '{}' matches no text (it never ends)", what_, root_name);
   for (uint32_t r = 0; r < n; ++r)
@@ -191,25 +217,9 @@ StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Finish(std::string_view
       return false;
     });
 
-  // Rules that can derive "" (to a fixed point), then the rules each can begin with without
-  // consuming a byte: a cycle among those would expand forever.
-  std::vector<uint8_t> nullable(n, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (uint32_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (const Sequence& alt : rules_[r]) {
-        bool all = true;
-        for (const Grammar::Element& e : alt)
-          if (e.kind != Kind::kRule || !nullable[e.value]) all = false;
-        if (all) {
-          nullable[r] = 1;
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
+  // Rules that can derive "", then the rules each can begin with without consuming a byte: a
+  // cycle among those would expand forever.
+  const std::vector<uint8_t> nullable = RulesWithAnAlternativeOf(/*bytes_count=*/false);
   std::vector<std::vector<uint32_t>> begins_with(n);
   for (uint32_t r = 0; r < n; ++r)
     for (const Sequence& alt : rules_[r])

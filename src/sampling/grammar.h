@@ -119,7 +119,12 @@ class GrammarBuilder {
 
  private:
   uint32_t ByteSetIndex(const Grammar::ByteSet& set);
+  static Status TooLarge();
   Status CheckSize() const;
+  // Per rule: some alternative has only rule references to rules in the result, and (with
+  // `bytes_count`) elements that consume bytes; false: such alternatives never count. The least
+  // such set: with bytes_count, the rules that derive some text; without, those that derive "".
+  std::vector<uint8_t> RulesWithAnAlternativeOf(bool bytes_count) const;
 
   std::string what_;
   std::vector<std::string> names_;

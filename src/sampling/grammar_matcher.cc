@@ -16,9 +16,11 @@ uint64_t Mix(uint64_t h, uint64_t v) {
 
 }  // namespace
 
-GrammarMatcher::GrammarMatcher(const Grammar* grammar) : grammar_(grammar) {
+GrammarMatcher::GrammarMatcher(const Grammar* grammar, size_t walk_budget)
+    : grammar_(grammar), walk_budget_(walk_budget) {
   XI_CHECK(grammar_ != nullptr);
   // A grammar whose start passes a bound leaves no stack: nothing can come (CanBegin says so).
+  steps_ = 0;
   if (!Expand(Grammar::kStart, kEmpty, &tops_) || !Merge(&tops_)) tops_.clear();
 }
 
@@ -37,13 +39,12 @@ int32_t GrammarMatcher::NewNode(uint32_t pos, int32_t below, uint16_t sub) const
 bool GrammarMatcher::Expand(uint32_t pos, int32_t below, std::vector<int32_t>* to) const {
   work_.clear();
   work_.emplace_back(pos, below);
-  size_t steps = 0;
   while (!work_.empty()) {
     auto [p, b] = work_.back();
     work_.pop_back();
     int32_t self = -2;  // a node that already stands for (p, b), when the walk popped to it
     while (true) {
-      if (++steps > kMaxExpansionSteps) return false;
+      if (++steps_ > kMaxExpansionSteps) return false;
       const Grammar::Element& e = grammar_->element(p);
       if (e.kind == Kind::kEnd) {  // the alternative is done: continue with the stack below
         if (b == kEmpty) {
@@ -95,11 +96,13 @@ bool GrammarMatcher::Merge(std::vector<int32_t>* tops) const {
   auto hash = [&](int32_t t) { return t == kEmpty ? 0 : arena_[static_cast<size_t>(t)].hash; };
   const size_t n = tops->size();
   if (n <= 1) return true;
-  if (n > kSmall)
-    std::sort(tops->begin(), tops->end(), [&](int32_t a, int32_t b) {
-      const uint64_t ha = hash(a), hb = hash(b);
-      return ha != hb ? ha < hb : a < b;
-    });
+  steps_ += n;  // merging is expansion work too (a walk's budget counts it)
+  if (n > kSmall) {
+    merge_sorted_.clear();
+    for (int32_t t : *tops) merge_sorted_.emplace_back(hash(t), t);
+    std::sort(merge_sorted_.begin(), merge_sorted_.end());
+    for (size_t i = 0; i < n; ++i) (*tops)[i] = merge_sorted_[i].second;
+  }
   merge_hashes_.clear();
   size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -129,6 +132,7 @@ bool GrammarMatcher::Step(const std::vector<int32_t>& from, uint8_t byte,
                           std::vector<int32_t>* to) const {
   to->clear();
   overflow_ = false;
+  steps_ = 0;
   for (int32_t top : from) {
     if (top == kEmpty) continue;
     const Node n = arena_[static_cast<size_t>(top)];
@@ -216,6 +220,7 @@ void GrammarMatcher::BeginWalk(size_t depth) const {
   walk_marks_[0] = arena_.size();
   walk_hashes_[0] = StateHash(tops_);
   memo_.assign(kMemoSlots, ByteMemo{});
+  walk_steps_ = 0;
 }
 
 bool GrammarMatcher::WalkStep(uint32_t from, uint8_t byte, uint32_t depth, uint32_t* next) const {
@@ -230,8 +235,11 @@ bool GrammarMatcher::WalkStep(uint32_t from, uint8_t byte, uint32_t depth, uint3
     return true;
   }
   if (memo.dead[word] & bit) return false;
+  if (walk_steps_ > walk_budget_) return false;  // out of budget: no further token
   std::vector<int32_t>& after = walk_tops_[depth];
-  if (!Step(walk_tops_[from], byte, &after)) {
+  const bool live = Step(walk_tops_[from], byte, &after);
+  walk_steps_ += steps_;
+  if (!live) {
     memo.dead[word] |= bit;
     return false;
   }

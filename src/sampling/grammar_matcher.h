@@ -12,7 +12,9 @@
 //
 // Bounds (a client writes the grammar): at most kMaxStacks stacks and kMaxDepth nodes in one, and
 // kMaxExpansionSteps of expansion per byte; a byte past them is refused (the output cannot take
-// it) rather than grown without limit.
+// it) rather than grown without limit. A token walk stops after kMaxWalkSteps of expansion (and
+// merging) in all: the tokens found by then are the allowed set (each one valid; a grammar that
+// costs that much per step leaves the model fewer choices rather than stalling the engine).
 //
 // A matcher belongs to one sequence and is not thread-safe; the Grammar is borrowed, shared
 // read-only, and must outlive it.
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sampling/grammar.h"
@@ -33,8 +36,12 @@ class GrammarMatcher {
   static constexpr size_t kMaxStacks = 1024;
   static constexpr uint32_t kMaxDepth = 10000;  // < 2^16 (Node::depth)
   static constexpr size_t kMaxExpansionSteps = 1 << 16;
+  // ~1-3 s of one Zen 4 core for a grammar that costs the most per step; a JSON grammar's walk
+  // inside a string uses a small fraction of it.
+  static constexpr size_t kMaxWalkSteps = 1 << 24;
 
-  explicit GrammarMatcher(const Grammar* grammar);
+  // `walk_budget`: kMaxWalkSteps, or less in tests of the bound.
+  explicit GrammarMatcher(const Grammar* grammar, size_t walk_budget = kMaxWalkSteps);
 
   // Feeds `bytes`; false (and the state as it was) when they cannot continue the output.
   bool Advance(std::string_view bytes);
@@ -108,12 +115,15 @@ class GrammarMatcher {
   static constexpr size_t kMemoSlots = 256;
 
   const Grammar* grammar_;
+  size_t walk_budget_;
   // Nodes of the current stacks and of walks in progress. Mutable: a walk (const) appends and
   // then drops nodes; nothing it leaves changes what the matcher means.
   mutable std::vector<Node> arena_;
   std::vector<int32_t> tops_;
   size_t compact_at_ = 1 << 16;
   mutable bool overflow_ = false;
+  mutable size_t steps_ = 0;       // expansion steps of the current byte (Step)
+  mutable size_t walk_steps_ = 0;  // expansion steps of the current walk (WalkTokens)
   mutable std::vector<std::pair<uint32_t, int32_t>> work_;  // Expand's pending (pos, below)
   mutable std::vector<std::vector<int32_t>> walk_tops_;     // WalkTokens' stacks per depth
   mutable std::vector<size_t> walk_marks_;                  // arena size per slot
@@ -121,6 +131,7 @@ class GrammarMatcher {
   mutable std::vector<ByteMemo> memo_;                      // kMemoSlots, by state hash
   mutable std::vector<int32_t> step_scratch_;
   mutable std::vector<uint64_t> merge_hashes_;  // Merge's hashes of the stacks kept
+  mutable std::vector<std::pair<uint64_t, int32_t>> merge_sorted_;  // Merge's (hash, stack)
 };
 
 }  // namespace xinfer

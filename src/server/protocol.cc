@@ -291,8 +291,9 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   if (forced_tool_schema != nullptr) {
     if (r.params.guided != GuidedDecoding::kNone)
       return InvalidArgument(
-          "tool_choice naming a function, or 'required', cannot be combined with a JSON "
-          "response_format or guided_json");
+          "tool_choice naming a function, or 'required', cannot be combined with another guide "
+          "(response_format json_object / json_schema, guided_json, guided_regex, guided_choice, "
+          "guided_grammar, structured_outputs)");
     r.params.guided = GuidedDecoding::kJsonSchema;
     r.params.json_schema = std::move(forced_tool_schema);
     XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size));

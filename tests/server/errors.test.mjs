@@ -78,8 +78,13 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       parameters: { type: 'object', properties: { s: { type: 'boolean', pattern: 'x' } } } } }];
     assertError(await post('/v1/chat/completions', chat({ tools: strict, tool_choice: named('g') })),
       400, { param: 'tool_choice', message: /'pattern' is not supported/ });
-    assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: named('f'),
-      response_format: { type: 'json_object' } })), 400, { param: 'tool_choice' });
+    for (const guide of [{ response_format: { type: 'json_object' } }, { guided_grammar: 'root ::= "a"' },
+      { guided_regex: 'a' }]) {
+      assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: named('f'), ...guide })),
+        400, { param: 'tool_choice', message: /cannot be combined with another guide/ });
+      assertError(await post('/v1/chat/completions', chat({ tools, tool_choice: 'required', ...guide })),
+        400, { param: 'tool_choice', message: /cannot be combined with another guide/ });
+    }
     const ok = await post('/v1/chat/completions', chat({ tools, tool_choice: named('f'), max_tokens: 3 }));
     assert.equal(ok.status, 200, ok.text);
   });

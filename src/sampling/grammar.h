@@ -71,8 +71,6 @@ class Grammar {
   int16_t CharNext(uint32_t chars, uint16_t state, uint8_t byte) const {
     return char_automata_[chars].next[state][byte];
   }
-  size_t element_count() const { return elements_.size(); }
-  size_t rule_count() const { return rule_begin_.size() - 1; }
 
  private:
   friend class GrammarBuilder;

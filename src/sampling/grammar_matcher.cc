@@ -184,10 +184,6 @@ bool GrammarMatcher::complete() const {
   return std::find(tops_.begin(), tops_.end(), kEmpty) != tops_.end();
 }
 
-bool GrammarMatcher::can_continue() const {
-  return std::any_of(tops_.begin(), tops_.end(), [](int32_t t) { return t != kEmpty; });
-}
-
 void GrammarMatcher::AppendStateKey(std::string* key) const {
   auto put = [&](uint32_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   for (int32_t top : tops_) {

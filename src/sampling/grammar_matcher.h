@@ -47,8 +47,6 @@ class GrammarMatcher {
   bool Advance(std::string_view bytes);
   // The output so far is a whole match.
   bool complete() const;
-  // Some byte can still come.
-  bool can_continue() const;
   // Appends bytes that differ between any two states whose allowed tokens may differ.
   void AppendStateKey(std::string* key) const;
 

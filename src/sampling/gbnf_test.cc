@@ -311,6 +311,17 @@ TEST(GbnfTest, TokenWalksStopAtTheirBudget) {
   });
   EXPECT_GT(found, 0u);
   EXPECT_LT(found, vocab.size() / 2);  // every token is valid; the budget cut the walk short
+  EXPECT_TRUE(m.last_walk_cut());
+  // A cheap grammar's walk finds every token and is not cut.
+  const auto cheap = Compile("root ::= [a-z]+");
+  GrammarMatcher c(cheap.get(), /*walk_budget=*/size_t{1} << 20);
+  size_t all = 0;
+  c.WalkTokens(trie, [&](int32_t) {
+    ++all;
+    return false;
+  });
+  EXPECT_EQ(all, vocab.size());
+  EXPECT_FALSE(c.last_walk_cut());
   // The matcher itself is untouched: every letter still advances it.
   EXPECT_TRUE(m.Advance("abc"));
   EXPECT_TRUE(m.complete());

@@ -47,6 +47,8 @@ class GrammarMatcher {
   bool Advance(std::string_view bytes);
   // The output so far is a whole match.
   bool complete() const;
+  // The last WalkTokens stopped at its budget (the tokens it found are fewer than allowed).
+  bool last_walk_cut() const { return walk_steps_ > walk_budget_; }
   // Appends bytes that differ between any two states whose allowed tokens may differ.
   void AppendStateKey(std::string* key) const;
 

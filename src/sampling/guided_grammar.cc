@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/logging.h"
 #include "sampling/grammar_matcher.h"
 #include "sampling/token_set.h"
 
@@ -33,10 +34,17 @@ class GrammarGuide final : public Guide {
     matcher_.AppendStateKey(&state_key_);
     const TokenSet& allowed = token_sets_.Get(state_key_, [&] {
       TokenSet set((vocabulary_->size() + 63) / 64, 0);
+      size_t allowed = 0;
       matcher_.WalkTokens(vocabulary_->trie(), [&](int32_t id) {
         TokenSetAdd(set, static_cast<size_t>(id));
+        ++allowed;
         return false;
       });
+      if (matcher_.last_walk_cut())
+        XI_LOG_WARN(
+            "guided_grammar: this grammar costs more than {} expansion steps to find the tokens "
+            "of one state; {} tokens found by then are allowed, the rest are not tried",
+            GrammarMatcher::kMaxWalkSteps, allowed);
       return set;
     });
     ApplyTokenSet(logits, allowed, vocabulary_->size(), complete(), end_ids);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "base/hex.h"
 #include "base/utf8.h"
 #include "chat_template/pystr.h"
 
@@ -12,13 +13,6 @@ namespace {
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsNameChar(char c) { return IsNameStart(c) || IsDigit(c); }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 class Lexer {
  public:
@@ -293,10 +287,11 @@ class Lexer {
     bool any = false;
     for (; i < n; ++i) {
       const char c = src_[i];
-      if (c == '_' && i + 1 < n && HexValue(src_[i + 1]) >= 0 && HexValue(src_[i + 1]) < base) {
+      if (c == '_' && i + 1 < n && HexDigitValue(src_[i + 1]) >= 0 &&
+          HexDigitValue(src_[i + 1]) < base) {
         continue;
       }
-      const int d = HexValue(c);
+      const int d = HexDigitValue(c);
       if (d < 0 || d >= base) break;
       if (base == 10 && src_[p] == '0' && d != 0) break;  // "0(_?0)*" only
       any = true;
@@ -367,7 +362,7 @@ class Lexer {
           const int len = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
           uint32_t cp = 0;
           for (int k = 0; k < len; ++k) {
-            const int d = i + k < n ? HexValue(src_[i + k]) : -1;
+            const int d = i + k < n ? HexDigitValue(src_[i + k]) : -1;
             if (d < 0) return Error(i - 2, fmt::format("truncated \\{} escape in string", e));
             cp = cp * 16 + static_cast<uint32_t>(d);
           }

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/hex.h"
 #include "base/utf8.h"
 #include "sampling/regex_syntax.h"
 
@@ -18,13 +19,6 @@ constexpr int kMaxGroupDepth = 200;
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 class GbnfParser {
@@ -231,47 +225,26 @@ class GbnfParser {
     if (pos_ + 1 >= text_.size()) return Error("unterminated escape");
     const char e = text_[pos_ + 1];
     pos_ += 2;
-    int digits = 0;
-    switch (e) {
-      case 'n':
-        *cp = '\n';
+    // One-character escapes: (escape, character); punctuation escapes itself.
+    static constexpr std::pair<char, char32_t> kSimple[] = {{'n', '\n'}, {'r', '\r'}, {'t', '\t'},
+                                                            {'f', '\f'}, {'v', '\v'}, {'0', 0}};
+    for (const auto& [name, value] : kSimple)
+      if (e == name) {
+        *cp = value;
         return Status::Ok();
-      case 'r':
-        *cp = '\r';
-        return Status::Ok();
-      case 't':
-        *cp = '\t';
-        return Status::Ok();
-      case 'f':
-        *cp = '\f';
-        return Status::Ok();
-      case 'v':
-        *cp = '\v';
-        return Status::Ok();
-      case '0':
-        *cp = 0;
-        return Status::Ok();
-      case 'x':
-        digits = 2;
-        break;
-      case 'u':
-        digits = 4;
-        break;
-      case 'U':
-        digits = 8;
-        break;
-      default:
-        if (e == '\\' || e == '"' || e == '\'' || e == '[' || e == ']' || e == '-' || e == '/' ||
-            e == '^' || e == '.') {
-          *cp = static_cast<char32_t>(e);
-          return Status::Ok();
-        }
-        pos_ -= 2;
-        return Error(std::string("unknown escape '\\") + e + "'");
+      }
+    if (std::string_view("\\\"'[]-/^.").find(e) != std::string_view::npos) {
+      *cp = static_cast<char32_t>(e);
+      return Status::Ok();
+    }
+    const int digits = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+    if (digits == 0) {
+      pos_ -= 2;
+      return Error(std::string("unknown escape '\\") + e + "'");
     }
     uint32_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      const int h = pos_ < text_.size() ? HexValue(text_[pos_]) : -1;
+      const int h = pos_ < text_.size() ? HexDigitValue(text_[pos_]) : -1;
       if (h < 0) return Error("expected " + std::to_string(digits) + " hex digits");
       v = v * 16 + static_cast<uint32_t>(h);
       ++pos_;

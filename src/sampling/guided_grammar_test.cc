@@ -12,6 +12,7 @@
 
 #include "sampling/gbnf.h"
 #include "sampling/grammar_matcher.h"
+#include "sampling/guided_test_util.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -100,31 +101,13 @@ TEST(GuidedGrammarTest, SampledSequencesThatEndAreMatches) {
   p.temperature = 1.5f;
   const auto v = SmallVocabulary();
   ASSERT_TRUE(p.Validate(static_cast<int32_t>(v->size())).ok());
-  std::mt19937 rng(7);
-  std::normal_distribution<float> noise(0.0f, 2.0f);
-  int ended = 0;
-  for (uint64_t seed = 0; seed < 300; ++seed) {
-    Sampler s(p, {kEos}, seed, v);
-    std::vector<int32_t> out;
-    std::string text;
-    bool eos = false;
-    for (int step = 0; step < 16 && !eos; ++step) {
-      std::vector<float> logits(v->size());
-      for (float& l : logits) l = noise(rng);
-      logits[kEos] += 2.0f;
-      auto r = s.Sample(logits, {}, out);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      out.push_back(r->token);
-      eos = r->token == kEos;
-      if (!eos) text += v->bytes(static_cast<size_t>(r->token));
-    }
-    if (eos) {
-      ++ended;
-      GrammarMatcher m(p.grammar.get());
-      EXPECT_TRUE(m.Advance(text) && m.complete()) << text;
-    }
+  const std::vector<std::string> ended =
+      testing::SampleEndedTexts(p, v, kEos, /*max_steps=*/16, /*rng_seed=*/7, /*eos_bonus=*/2.0f);
+  for (const std::string& text : ended) {
+    GrammarMatcher m(p.grammar.get());
+    EXPECT_TRUE(m.Advance(text) && m.complete()) << text;
   }
-  EXPECT_GT(ended, 50);
+  EXPECT_GT(ended.size(), 50u);
 }
 
 TEST(GuidedGrammarTest, CachedMasksEqualFreshOnesAlongSampledOutputs) {

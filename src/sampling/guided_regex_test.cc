@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "sampling/guided_test_util.h"
 #include "sampling/sampler.h"
 
 namespace xinfer {
@@ -89,29 +90,10 @@ TEST(GuidedRegexTest, SampledSequencesThatEndAreMatches) {
   const auto v = NumberVocabulary();
   ASSERT_TRUE(p.Validate(static_cast<int32_t>(v->size())).ok());
   const std::regex oracle(pattern);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> noise(0.0f, 2.0f);
-  int ended = 0;
-  for (uint64_t seed = 0; seed < 300; ++seed) {
-    Sampler s(p, {kRegexEos}, seed, v);
-    std::vector<int32_t> out;
-    std::string text;
-    bool eos = false;
-    for (int step = 0; step < 12 && !eos; ++step) {
-      std::vector<float> logits(v->size());
-      for (float& l : logits) l = noise(rng);
-      auto r = s.Sample(logits, {}, out);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      out.push_back(r->token);
-      eos = r->token == kRegexEos;
-      if (!eos) text += v->bytes(static_cast<size_t>(r->token));
-    }
-    if (eos) {
-      ++ended;
-      EXPECT_TRUE(std::regex_match(text, oracle)) << text;
-    }
-  }
-  EXPECT_GT(ended, 100);
+  const std::vector<std::string> ended =
+      testing::SampleEndedTexts(p, v, kRegexEos, /*max_steps=*/12, /*rng_seed=*/7);
+  for (const std::string& text : ended) EXPECT_TRUE(std::regex_match(text, oracle)) << text;
+  EXPECT_GT(ended.size(), 100u);
 }
 
 TEST(GuidedRegexTest, ChoicesEndOnExactlyOneOfThem) {

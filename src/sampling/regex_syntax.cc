@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "base/hex.h"
 #include "base/utf8.h"
 
 namespace xinfer {
@@ -334,11 +335,7 @@ class Parser {
     char32_t v = 0;
     for (int i = 0; i < digits; ++i) {
       if (pos_ >= p_.size()) return Error("incomplete hex escape");
-      const char32_t h = p_[pos_++];
-      int d = -1;
-      if (h >= U'0' && h <= U'9') d = static_cast<int>(h - U'0');
-      if (h >= U'a' && h <= U'f') d = static_cast<int>(h - U'a' + 10);
-      if (h >= U'A' && h <= U'F') d = static_cast<int>(h - U'A' + 10);
+      const int d = HexDigitValue(p_[pos_++]);
       if (d < 0) return Error("incomplete hex escape");
       v = v * 16 + static_cast<char32_t>(d);
     }

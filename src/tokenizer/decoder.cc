@@ -1,5 +1,6 @@
 #include "tokenizer/decoder.h"
 
+#include "base/hex.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/normalizer.h"
 
@@ -31,16 +32,8 @@ bool ParseByteToken(std::string_view t, uint8_t* byte) {
   if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return false;
   int v = 0;
   for (char c : t.substr(3, 2)) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return false;
-    }
+    const int d = HexDigitValue(c);
+    if (d < 0) return false;
     v = v * 16 + d;
   }
   *byte = static_cast<uint8_t>(v);

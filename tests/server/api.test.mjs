@@ -14,6 +14,26 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
   before(async () => { srv = await startServer(QWEN); client = srv.client(); });
   after(async () => { const r = await srv.stop(); assert.equal(r.code, 0); });
 
+  // Each choice's text of a chat completion (req.n choices, streamed or not); every choice must
+  // end by itself (finish_reason "stop").
+  async function stoppedChatTexts(req) {
+    const texts = Array(req.n).fill('');
+    if (req.stream) {
+      for await (const chunk of await client.chat.completions.create(req))
+        for (const c of chunk.choices) {
+          texts[c.index] += c.delta.content ?? '';
+          if (c.finish_reason) assert.equal(c.finish_reason, 'stop', texts[c.index]);
+        }
+    } else {
+      const r = await client.chat.completions.create(req);
+      for (const c of r.choices) {
+        assert.equal(c.finish_reason, 'stop', c.message.content);
+        texts[c.index] = c.message.content;
+      }
+    }
+    return texts;
+  }
+
   test('models, health, version', async () => {
     const models = await client.models.list();
     assert.equal(models.data[0].id, 'test-model');
@@ -252,22 +272,8 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     const choices = ['Positive', 'Negative', 'Neutral ✓'];
     for (const guide of [{ guided_choice: choices }, { structured_outputs: { choice: choices } }]) {
       for (const stream of [false, true]) {
-        const req = { model: 'test-model', messages, n: 3, temperature: 1.0, seed: 5,
-          max_tokens: 30, stream, ...guide };
-        const texts = ['', '', ''];
-        if (stream) {
-          for await (const chunk of await client.chat.completions.create(req))
-            for (const c of chunk.choices) {
-              texts[c.index] += c.delta.content ?? '';
-              if (c.finish_reason) assert.equal(c.finish_reason, 'stop', texts[c.index]);
-            }
-        } else {
-          const r = await client.chat.completions.create(req);
-          for (const c of r.choices) {
-            assert.equal(c.finish_reason, 'stop', c.message.content);
-            texts[c.index] = c.message.content;
-          }
-        }
+        const texts = await stoppedChatTexts({ model: 'test-model', messages, n: 3,
+          temperature: 1.0, seed: 5, max_tokens: 30, stream, ...guide });
         for (const t of texts) assert.ok(choices.includes(t), `${JSON.stringify(guide)}: ${t}`);
       }
     }
@@ -289,22 +295,8 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     const sql = /^SELECT (\*|(id|name|age)(, (id|name|age))*) FROM [a-z]{1,8};$/;
     for (const guide of [{ guided_grammar: grammar }, { structured_outputs: { grammar } }]) {
       for (const stream of [false, true]) {
-        const req = { model: 'test-model', messages, n: 2, temperature: 1.0, seed: 9,
-          max_tokens: 60, stream, ...guide };
-        const texts = ['', ''];
-        if (stream) {
-          for await (const chunk of await client.chat.completions.create(req))
-            for (const c of chunk.choices) {
-              texts[c.index] += c.delta.content ?? '';
-              if (c.finish_reason) assert.equal(c.finish_reason, 'stop', texts[c.index]);
-            }
-        } else {
-          const r = await client.chat.completions.create(req);
-          for (const c of r.choices) {
-            assert.equal(c.finish_reason, 'stop', c.message.content);
-            texts[c.index] = c.message.content;
-          }
-        }
+        const texts = await stoppedChatTexts({ model: 'test-model', messages, n: 2,
+          temperature: 1.0, seed: 9, max_tokens: 60, stream, ...guide });
         for (const t of texts) assert.match(t, sql, `${JSON.stringify(guide)} stream=${stream}`);
       }
     }

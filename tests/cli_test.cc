@@ -513,6 +513,15 @@ TEST(CliTest, PlanSaysWhetherTheModelFitsAtTheConcurrencyAsked) {
   EXPECT_EQ(j["kv_cache_bytes_needed"], 8 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(j["max_concurrency_at_max_model_len"].get<double>(), 8.0);
 
+  // Over 4 tensor-parallel ranks each of its 2 key-value heads is held twice.
+  RunResult tp4 =
+      RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 4 -tp 4 --json");
+  ASSERT_EQ(tp4.exit_code, 0) << tp4.err;
+  EXPECT_EQ(json::parse(tp4.out)["kv_bytes_per_token"], 2048);
+  RunResult tp2 =
+      RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 4 -tp 2 --json");
+  EXPECT_EQ(json::parse(tp2.out)["kv_bytes_per_token"], 1024);
+
   // 32 sequences of 1024 tokens need 32 MiB of KV cache: only 13 fit; the text says so and lists
   // the settings that would fit.
   RunResult some = RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 32");
@@ -573,9 +582,23 @@ TEST(CliTest, VllmParallelismAndDeviceFlags) {
     RunResult r = RunXinfer(run + " " + flags);
     EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
   }
+  // Tensor parallelism splits the model over ranks of the process's threads: the same greedy
+  // tokens as one rank.
+  const std::string greedy = "generate --model " + Model("tinystories-656k") +
+                             " --prompt-ids 1,400,500 --max-tokens 24 --temperature 0 --json";
+  RunResult whole = RunXinfer(greedy + " --threads 2");
+  RunResult split = RunXinfer(greedy + " --threads 2 -tp 2");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  EXPECT_EQ(nlohmann::json::parse(split.out)["token_ids"],
+            nlohmann::json::parse(whole.out)["token_ids"]);
+  EXPECT_NE(split.err.find("tensor parallel: 2 ranks, each cpu"), std::string::npos) << split.err;
+  RunResult bench = RunXinfer("bench offline --model " + Model("tinystories-656k") +
+                              " --input-len 8 --output-len 4 --batch 2 --runs 1 --threads 2 -tp 2");
+  EXPECT_EQ(bench.exit_code, 0) << bench.err;
   const std::pair<const char*, const char*> refused[] = {
-      {"-tp 2", "tensor_parallel_size 2: this build runs one process"},
-      {"-tp=4", "tensor_parallel_size 4: this build runs one process"},
+      {"-tp 3 --threads 3", "tensor_parallel_size 3 must divide the model's 8 attention heads"},
+      {"-tp=4 --threads 2", "tensor_parallel_size 4 needs at least one thread per rank"},
       {"--tensor-parallel-size 0", "tensor_parallel_size must be >= 1, got 0"},
       {"-pp 2", "pipeline_parallel_size 2"},
       {"-dp 2", "data_parallel_size 2"},

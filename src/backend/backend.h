@@ -63,6 +63,9 @@ class Ops {
   virtual void Add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
   // dst rows [dst_row, dst_row + src.dim(0)) = src (same row width, both F32).
   virtual void CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) = 0;
+  // dst[:, dst_col : dst_col + src.dim(1)] = src (both 2-D F32 with the same rows): one rank's
+  // columns of a result split across a tensor-parallel group (its vocabulary slice of the logits).
+  virtual void CopyColumns(const Tensor& src, Tensor& dst, int64_t dst_col) = 0;
   // Stores k, v [T, Hkv, D] (F32) into the paged caches [num_slots, Hkv, D] at rows slots[t].
   // The caches are F32, or BF16 (both alike; values rounded to nearest even).
   virtual void WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,

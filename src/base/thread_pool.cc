@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/spin_wait.h"
 
 namespace xinfer {
 namespace {
@@ -18,14 +19,6 @@ namespace {
 // How long an idle worker polls for the next job before it sleeps. The ops of one step follow
 // each other within microseconds; a futex wake costs ~5-20 us, so polling across such gaps pays.
 constexpr auto kSpinBudget = std::chrono::microseconds(500);
-
-void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
 
 // Spins (then yields the CPU) until done() holds.
 template <class Done>

@@ -33,6 +33,7 @@ struct OfflineBenchOptions {
   int output_len = 128;
   int batch = 1;
   int threads = 0;
+  int tensor_parallel_size = 1;
   int runs = 3;
   std::string dtype = "auto";
   std::string kv_cache_dtype = "auto";
@@ -108,6 +109,7 @@ int Run(const OfflineBenchOptions& o) {
   EngineConfig cfg;
   cfg.model = o.model;
   cfg.threads = o.threads;
+  cfg.tensor_parallel_size = o.tensor_parallel_size;
   cfg.dtype = o.dtype;
   cfg.kv_cache_dtype = o.kv_cache_dtype;
   if (Status s = ValidateKvCacheDtype(o.kv_cache_dtype); !s.ok()) return ReportError(s);
@@ -236,6 +238,9 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Sequences run together")->capture_default_str();
   cmd->add_option("--threads", opts->threads, "CPU threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--tensor-parallel-size", opts->tensor_parallel_size,
+                  "Ranks the model is split over, as serve's (each with threads / N threads)")
+      ->capture_default_str();
   cmd->add_option("--runs", opts->runs, "Timed runs (the median is reported)")
       ->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "As serve's --dtype: auto, bfloat16 or float32")

@@ -47,7 +47,8 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   // vLLM's names, so that its command lines run unchanged (its -tp / -pp / -dp through
   // ExpandVllmShortFlags); EngineConfig::Validate refuses what this build cannot do.
   cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
-                  "1 (default): one process on all --threads cores; more is not implemented yet");
+                  "ranks the model's heads, MLP and vocabulary are split over, each with "
+                  "--threads / N threads (default 1; at most --threads)");
   cmd->add_option("--pipeline-parallel-size", c->pipeline_parallel_size,
                   "1 (default); more is not implemented yet");
   cmd->add_option("--data-parallel-size", c->data_parallel_size,

@@ -52,7 +52,13 @@ int Run(PlanOptions o) {
   auto cost = ComputeModelCost(c.model, c.KvCacheDType(), c.bf16_activations());
   if (!cost.ok()) return ReportError(cost.status());
   const int64_t weight_bytes = static_cast<int64_t>(cost->weight_bytes);
-  const int64_t kv_per_token = static_cast<int64_t>(cost->kv_bytes_per_token);
+  // Tensor parallelism with more ranks than key-value heads keeps the head its queries use on
+  // every rank (decoder_shard.h): that many copies of each. (The ranks' copies of the norms, a
+  // few KiB, are not counted.)
+  const int64_t kv_heads = mc->num_key_value_heads;
+  const int64_t kv_copies =
+      c.tensor_parallel_size > kv_heads ? c.tensor_parallel_size / kv_heads : 1;
+  const int64_t kv_per_token = static_cast<int64_t>(cost->kv_bytes_per_token) * kv_copies;
   auto kv = SizeKvCache(c, weight_bytes, kv_per_token, PhysicalMemoryBytes());
 
   // What running max_num_seqs sequences of `context` tokens at once takes.

@@ -60,8 +60,13 @@ Status EngineConfig::Validate() const {
   if (threads < 0) return InvalidArgument("threads must be >= 0, got {}", threads);
   XI_RETURN_IF_ERROR(ValidateDtype(dtype));
   XI_RETURN_IF_ERROR(ValidateKvCacheDtype(kv_cache_dtype));
-  for (auto [name, size] : {std::pair{"tensor_parallel_size", tensor_parallel_size},
-                            std::pair{"pipeline_parallel_size", pipeline_parallel_size},
+  if (tensor_parallel_size < 1)
+    return InvalidArgument("tensor_parallel_size must be >= 1, got {}", tensor_parallel_size);
+  if (threads > 0 && tensor_parallel_size > threads)
+    return InvalidArgument(
+        "tensor_parallel_size {} needs at least one thread per rank, got threads {}",
+        tensor_parallel_size, threads);
+  for (auto [name, size] : {std::pair{"pipeline_parallel_size", pipeline_parallel_size},
                             std::pair{"data_parallel_size", data_parallel_size}}) {
     if (size < 1) return InvalidArgument("{} must be >= 1, got {}", name, size);
     if (size > 1)

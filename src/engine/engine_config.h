@@ -58,10 +58,14 @@ struct EngineConfig {
   // attention reads; K/V rounded to BF16 when written). vLLM's fp8 variants are refused.
   std::string kv_cache_dtype = "auto";
 
-  // vLLM's parallelism and device flags, so that a vLLM command line runs unchanged: 1 (one
-  // process on all --threads cores) and "auto"/"cpu" are what this build has; anything else is
-  // refused by Validate() with a clear message rather than silently run on one process.
+  // vLLM's --tensor-parallel-size: the model's heads, MLP features and vocabulary split over this
+  // many ranks (model/layers/decoder_shard.h), each a backend with threads / size of the threads
+  // and a thread of its own, their partial sums added in shared memory; at most `threads` ranks.
+  // vLLM's CPU backend runs one rank per NUMA node (weights and KV in the node's memory).
   int tensor_parallel_size = 1;
+  // vLLM's other parallelism and device flags, so that a vLLM command line runs unchanged: 1 (one
+  // process) and "auto"/"cpu" are what this build has; anything else is refused by Validate()
+  // with a clear message rather than silently run on one process.
   int pipeline_parallel_size = 1;
   int data_parallel_size = 1;
   std::string device = "auto";

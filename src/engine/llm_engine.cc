@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/logging.h"
+#include "base/thread_pool.h"
 #include "engine/gguf_tokenizer_loader.h"
 #include "engine/kv_cache_sizing.h"
 
@@ -51,15 +52,36 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   auto engine = std::unique_ptr<LLMEngine>(new LLMEngine());
   EngineConfig& c = engine->config_;
   c = config;
-  engine->backend_ =
-      CreateCpuBackend({.num_threads = c.threads,
-                        .bf16_activations = c.bf16_activations(),
-                        .int8_activations = c.Int8ActivationsFor(IsGgufModelPath(c.model)),
-                        .mmap_weights = c.mmap_weights});
+  const CpuBackendOptions backend_options{
+      .num_threads = c.threads,
+      .bf16_activations = c.bf16_activations(),
+      .int8_activations = c.Int8ActivationsFor(IsGgufModelPath(c.model)),
+      .mmap_weights = c.mmap_weights};
+  engine->backend_ = CreateCpuBackend(backend_options);
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
                                                                    : Tokenizer::FromDir(c.model));
-  XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_,
-                                                   {.bf16_weights = c.bf16_activations()}));
+  const ModelLoadOptions load_options{.bf16_weights = c.bf16_activations()};
+  if (c.tensor_parallel_size == 1) {
+    XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_, load_options));
+  } else {
+    // The ranks share the threads; engine->backend_ (all of them) samples between steps.
+    const int threads = c.threads > 0 ? c.threads : AvailableCpuCount();
+    if (threads < c.tensor_parallel_size)
+      return InvalidArgument(
+          "tensor_parallel_size {} needs at least one thread per rank, but this process may use "
+          "{} CPUs",
+          c.tensor_parallel_size, threads);
+    CpuBackendOptions rank_options = backend_options;
+    rank_options.num_threads = threads / c.tensor_parallel_size;
+    std::vector<Backend*> ranks;
+    for (int r = 0; r < c.tensor_parallel_size; ++r) {
+      engine->rank_backends_.push_back(CreateCpuBackend(rank_options));
+      ranks.push_back(engine->rank_backends_.back().get());
+    }
+    engine->communicator_ = CreateHostCommunicator(c.tensor_parallel_size);
+    XI_ASSIGN_OR_RETURN(engine->model_,
+                        LoadCausalLM(c.model, ranks, *engine->communicator_, load_options));
+  }
   const ModelConfig& mc = engine->model_->config();
   XI_RETURN_IF_ERROR(CheckQuantization(c, mc));
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
@@ -101,6 +123,9 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_LOG_INFO("model {} ({}): {} parameters, {:.1f} MiB of weights", c.model, mc.architecture,
               engine->model_->num_parameters(), engine->model_->weight_bytes() / 1048576.0);
   XI_LOG_INFO("backend {}", engine->backend_->description());
+  if (!engine->rank_backends_.empty())
+    XI_LOG_INFO("tensor parallel: {} ranks, each {}", engine->rank_backends_.size(),
+                engine->rank_backends_.front()->description());
   XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB, {})", num_blocks,
               c.block_size, static_cast<int64_t>(num_blocks) * c.block_size, kv_gib,
               DTypeName(c.KvCacheDType()));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/communicator.h"
 #include "engine/engine_config.h"
 #include "model/causal_lm.h"
 #include "runner/model_runner.h"
@@ -98,6 +99,10 @@ class LLMEngine {
 
   EngineConfig config_;
   std::unique_ptr<Backend> backend_;
+  // --tensor-parallel-size > 1: one backend per rank and the communicator the ranks add their
+  // partial sums through; declared before model_, which uses them until it is destroyed.
+  std::vector<std::unique_ptr<Backend>> rank_backends_;
+  std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<CausalLM> model_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -79,6 +79,19 @@ struct ModelLoadOptions {
 StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend,
                                                  const ModelLoadOptions& options = {});
 
+// Tensor parallelism (vLLM's --tensor-parallel-size): the same model split over `ranks.size()`
+// backends (model/layers/decoder_shard.h: heads, intermediate features and vocabulary sliced),
+// rank r computing its shard on ranks[r] from a thread of its own and the ranks' partial sums
+// added by `comm` (comm.size() == ranks.size()). One rank is the plain LoadCausalLM. The backends
+// and `comm` must outlive the model. A model that cannot be split that way (heads not divisible,
+// quantized blocks a slice would cut) is InvalidArgument saying why. The returned model's
+// Forward is called from one thread, as any CausalLM's.
+class Communicator;
+StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir,
+                                                 std::span<Backend* const> ranks,
+                                                 Communicator& comm,
+                                                 const ModelLoadOptions& options = {});
+
 // The element types a PagedKvCache may hold.
 inline bool IsSupportedKvCacheDType(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kBF16;

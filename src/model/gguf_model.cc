@@ -121,8 +121,7 @@ StatusOr<DecoderWeights> LoadGgufDecoderWeights(const GgufFile& f, const ModelCo
   return w;
 }
 
-StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Backend& backend,
-                                                     const ModelLoadOptions& options) {
+StatusOr<DecoderModelParts> LoadGgufDecoderParts(const std::string& path) {
   XI_ASSIGN_OR_RETURN(auto file, GgufFile::Open(path));
   auto config = GgufModelConfig(*file);
   if (!config.ok()) return config.status().WithContext(path);
@@ -134,8 +133,7 @@ StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Ba
   auto weights = LoadGgufDecoderWeights(*file, *config, *spec);
   if (!weights.ok()) return weights.status().WithContext(path);
   // The weights' tensors hold the mapping; the GgufFile object itself can go.
-  return CreateDecoderLM(std::move(config).value(), *spec, std::move(weights).value(), backend,
-                         options);
+  return DecoderModelParts{std::move(config).value(), *spec, std::move(weights).value()};
 }
 
 }  // namespace xinfer

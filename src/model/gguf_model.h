@@ -24,9 +24,9 @@ namespace xinfer {
 StatusOr<DecoderWeights> LoadGgufDecoderWeights(const GgufFile& file, const ModelConfig& config,
                                                 const DecoderSpec& spec);
 
-// Opens `path` and builds the model. Status names the file and the culprit on failure.
-StatusOr<std::unique_ptr<CausalLM>> LoadGgufCausalLM(const std::string& path, Backend& backend,
-                                                     const ModelLoadOptions& options = {});
+// Opens `path` and reads its config and weights (LoadCausalLM builds the model from them).
+// Status names the file and the culprit on failure.
+StatusOr<DecoderModelParts> LoadGgufDecoderParts(const std::string& path);
 
 // Inverse of llama.cpp's HF->GGUF Q/K permutation: row h*D + j*D/2 + i of the result is row
 // h*D + 2i + j of `w` (heads of D = rows / n_heads rows each). Returns a new weight.

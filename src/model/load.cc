@@ -29,12 +29,11 @@ std::vector<std::string> SupportedArchitectures() {
   return names;
 }
 
-StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend,
-                                                 const ModelLoadOptions& options) {
+StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir) {
   // A llama.cpp GGUF file instead of a Hugging Face folder.
   if (model_dir.size() > 5 && model_dir.ends_with(".gguf") &&
       !std::filesystem::is_directory(model_dir))
-    return LoadGgufCausalLM(model_dir, backend, options);
+    return LoadGgufDecoderParts(model_dir);
   XI_ASSIGN_OR_RETURN(ModelConfig config, LoadHfConfig(model_dir));
   auto it = Registry().find(config.architecture);
   if (it == Registry().end()) {
@@ -49,9 +48,16 @@ StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, B
   }
   XI_ASSIGN_OR_RETURN(DecoderSpec spec, it->second(config));
   XI_ASSIGN_OR_RETURN(auto store, WeightStore::OpenDir(model_dir));
-  auto model = CreateDecoderLM(std::move(config), spec, std::move(store), backend, options);
-  if (!model.ok()) return model.status().WithContext(model_dir);
-  return model;
+  auto weights = LoadDecoderWeights(*store, config, spec);
+  if (!weights.ok()) return weights.status().WithContext(model_dir);
+  return DecoderModelParts{std::move(config), spec, std::move(weights).value()};
+}
+
+StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend,
+                                                 const ModelLoadOptions& options) {
+  XI_ASSIGN_OR_RETURN(DecoderModelParts parts, LoadDecoderParts(model_dir));
+  return CreateDecoderLM(std::move(parts.config), parts.spec, std::move(parts.weights), backend,
+                         options);
 }
 
 }  // namespace xinfer

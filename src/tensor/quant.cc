@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cstring>
 #include <vector>
 
 #include "tensor/quant_blocks.h"
@@ -150,6 +151,61 @@ std::string Weight::TypeName() const {
   if (!quant_) return DTypeName(dense_.dtype());
   if (quant_->type == QuantType::kAwq4) return fmt::format("AWQ4-g{}", quant_->group_size);
   return QuantTypeName(quant_->type);
+}
+
+namespace {
+
+// Byte columns [begin, end) of every row of a row-major 2-D tensor, as a new host tensor of
+// `cols` elements per row.
+Tensor CopyRowBytes(const Tensor& t, int64_t begin, int64_t end, int64_t cols) {
+  XI_CHECK_MSG(t.layout() == Layout::kRowMajor && t.rank() == 2, "column slice of a placed weight");
+  const int64_t rows = t.dim(0), row_bytes = RowBytes(t);
+  XI_CHECK(0 <= begin && begin <= end && end <= row_bytes);
+  Tensor out = NewHostTensor(t.dtype(), {rows, cols});
+  XI_CHECK(static_cast<int64_t>(out.size_bytes()) == rows * (end - begin));
+  const auto* src = static_cast<const uint8_t*>(t.raw());
+  auto* dst = static_cast<uint8_t*>(out.raw());
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * (end - begin), src + r * row_bytes + begin, end - begin);
+  return out;
+}
+
+}  // namespace
+
+Weight Weight::Rows(int64_t begin, int64_t end) const {
+  XI_CHECK(0 <= begin && begin <= end && end <= rows());
+  if (!quant_) return Weight(dense_.Slice0(begin, end));
+  QuantTensor q = *quant_;
+  q.rows = end - begin;
+  q.data = q.data.Slice0(begin, end);
+  if (!q.scales.empty()) q.scales = q.scales.Slice0(begin, end);
+  if (!q.zeros.empty()) q.zeros = q.zeros.Slice0(begin, end);
+  return Weight(std::move(q));
+}
+
+int64_t Weight::ColumnGranularity() const {
+  if (!quant_) return 1;
+  return quant_->type == QuantType::kAwq4 ? quant_->group_size : QuantBlockElems(quant_->type);
+}
+
+Weight Weight::Columns(int64_t begin, int64_t end) const {
+  const int64_t unit = ColumnGranularity();
+  XI_CHECK(0 <= begin && begin <= end && end <= cols() && begin % unit == 0 && end % unit == 0);
+  if (!quant_) {
+    const int64_t elem = static_cast<int64_t>(DTypeSize(dense_.dtype()));
+    return Weight(CopyRowBytes(dense_, begin * elem, end * elem, end - begin));
+  }
+  QuantTensor q = *quant_;
+  q.cols = end - begin;
+  const int64_t bytes_per_unit = q.type == QuantType::kAwq4 ? unit / 2 : QuantBlockBytes(q.type);
+  q.data = CopyRowBytes(q.data, begin / unit * bytes_per_unit, end / unit * bytes_per_unit,
+                        static_cast<int64_t>(q.row_bytes()));
+  if (q.type == QuantType::kAwq4) {
+    const int64_t g0 = begin / unit * 4, g1 = end / unit * 4;  // F32 per group
+    q.scales = CopyRowBytes(q.scales, g0, g1, q.cols / unit);
+    q.zeros = CopyRowBytes(q.zeros, g0, g1, q.cols / unit);
+  }
+  return Weight(std::move(q));
 }
 
 bool Weight::SameStorage(const Weight& other) const {

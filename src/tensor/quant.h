@@ -82,6 +82,16 @@ class Weight {
   // True when both refer to the same stored bytes (a tied lm_head).
   bool SameStorage(const Weight& other) const;
 
+  // Shards for tensor parallelism (row-major weights, as loaded; model/layers/decoder_shard.h).
+  // Rows [begin, end): a view of the same storage (quantized rows are independent runs of blocks).
+  Weight Rows(int64_t begin, int64_t end) const;
+  // Columns [begin, end), copied into new host memory. For quantized weights both bounds must be
+  // multiples of ColumnGranularity() (a block never straddles two shards).
+  Weight Columns(int64_t begin, int64_t end) const;
+  // What column slices must be multiples of: 1 (dense), the block's elements (GGML formats) or
+  // the group size (AWQ).
+  int64_t ColumnGranularity() const;
+
  private:
   Tensor dense_;
   std::optional<QuantTensor> quant_;

@@ -490,6 +490,28 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
     }
   }
 
+  test('--tensor-parallel-size 2: the greedy texts of one rank, concurrent and streamed', async () => {
+    async function greedyTexts(args) {
+      const srv = await startServer(STORIES, args, { name: 'stories' });
+      try {
+        const client = srv.client();
+        const req = { model: 'stories', max_tokens: 24, temperature: 0, ignore_eos: true };
+        const prompts = ['Once upon a time', 'The dog', 'Lily and Ben went to the park'];
+        const full = await Promise.all(
+          prompts.map((prompt) => client.completions.create({ ...req, prompt })));
+        const chunks = await collect(
+          await client.completions.create({ ...req, prompt: prompts[0], stream: true }));
+        return [...full.map((r) => r.choices[0].text),
+          chunks.flatMap((c) => c.choices.map((ch) => ch.text)).join('')];
+      } finally {
+        assert.equal((await srv.stop()).code, 0);
+      }
+    }
+    const split = await greedyTexts(['--tensor-parallel-size', '2', '--threads', '2']);
+    assert.equal(split[3], split[0]);
+    assert.deepEqual(split, await greedyTexts(['--threads', '2']));
+  });
+
   test('--seed: the same unseeded samples after a restart, other samples with another seed',
     async () => {
       const first = await sampleAfterStart(7);

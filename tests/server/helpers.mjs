@@ -22,8 +22,9 @@ export function skipUnless(...models) {
 export async function startServer(model, args = [], { name = 'test-model' } = {}) {
   // A short context by default (less KV cache to allocate); a test may pass its own.
   const context = args.includes('--max-model-len') ? [] : ['--max-model-len', '512'];
+  const threads = args.includes('--threads') ? [] : ['--threads', process.env.XINFER_TEST_THREADS ?? '1'];
   const argv = ['serve', model, '--port', '0', '--served-model-name', name, ...context,
-    '--threads', process.env.XINFER_TEST_THREADS ?? '1', ...args];
+    ...threads, ...args];
   const proc = spawn(BIN, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; if (stderr.length > 1 << 20) stderr = stderr.slice(-65536); });

@@ -164,6 +164,16 @@ void CpuOps::CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) {
               src.size_bytes());
 }
 
+void CpuOps::CopyColumns(const Tensor& src, Tensor& dst, int64_t dst_col) {
+  XI_CHECK(src.dtype() == DType::kF32 && dst.dtype() == DType::kF32);
+  XI_CHECK(src.rank() == 2 && dst.rank() == 2 && src.dim(0) == dst.dim(0));
+  const int64_t cols = src.dim(1);
+  XI_CHECK(dst_col >= 0 && dst_col + cols <= dst.dim(1));
+  for (int64_t r = 0; r < src.dim(0); ++r)
+    std::memcpy(dst.data<float>() + r * dst.dim(1) + dst_col, src.data<float>() + r * cols,
+                cols * sizeof(float));
+}
+
 void CpuOps::WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
                           Tensor& k_cache, Tensor& v_cache) {
   XI_CHECK(k.dtype() == DType::kF32 && v.dtype() == DType::kF32);

@@ -30,6 +30,7 @@ class CpuOps : public Ops {
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void Add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
+  void CopyColumns(const Tensor& src, Tensor& dst, int64_t dst_col) override;
   void WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
                     Tensor& k_cache, Tensor& v_cache) override;
   void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

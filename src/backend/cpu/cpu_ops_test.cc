@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -34,6 +35,18 @@ class CpuOpsTest : public ::testing::Test {
   CpuOps ops_;
   std::mt19937 rng_{42};
 };
+
+TEST_F(CpuOpsTest, CopyColumnsWritesOnlyItsColumns) {
+  Tensor src = Random(DType::kF32, {3, 5});
+  Tensor dst = Random(DType::kF32, {3, 11});
+  std::vector<float> before(dst.data<float>(), dst.data<float>() + dst.numel());
+  ops_.CopyColumns(src, dst, 4);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < 11; ++c)
+      EXPECT_EQ(dst.data<float>()[r * 11 + c],
+                c >= 4 && c < 9 ? src.data<float>()[r * 5 + c - 4] : before[r * 11 + c])
+          << r << "," << c;
+}
 
 TEST_F(CpuOpsTest, LinearAllWeightDtypesWithBias) {
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {

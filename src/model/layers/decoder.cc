@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "model/layers/decoder_shard.h"
 
 namespace xinfer {
 namespace {
@@ -12,9 +13,12 @@ const Tensor* OrNull(const Tensor& t) { return t.empty() ? nullptr : &t; }
 class DecoderLM : public CausalLM {
  public:
   // The weights' Tensors keep their memory (mapped files or repacked copies) alive.
-  DecoderLM(ModelConfig config, DecoderSpec spec, DecoderWeights weights, Backend& backend)
+  // `shard`: the part of the model this object computes (WholeDecoder: all of it).
+  DecoderLM(ModelConfig config, DecoderSpec spec, DecoderWeights weights, DecoderShard shard,
+            Backend& backend)
       : config_(std::move(config)),
         spec_(spec),
+        shard_(shard),
         w_(std::move(weights)),
         backend_(backend),
         weight_bytes_(DecoderWeightBytes(w_)),
@@ -27,8 +31,8 @@ class DecoderLM : public CausalLM {
   int64_t num_parameters() const override { return num_parameters_; }
 
   size_t kv_bytes_per_token(DType kv_dtype) const override {
-    return static_cast<size_t>(config_.num_hidden_layers) * 2 * config_.num_key_value_heads *
-           config_.head_dim * DTypeSize(kv_dtype);
+    return static_cast<size_t>(config_.num_hidden_layers) * 2 * shard_.kv_heads * config_.head_dim *
+           DTypeSize(kv_dtype);
   }
 
   PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size, DType kv_dtype) override {
@@ -39,10 +43,8 @@ class DecoderLM : public CausalLM {
     cache.dtype = kv_dtype;
     const int64_t slots = cache.num_slots();
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
-      cache.k.push_back(
-          backend_.NewTensor(kv_dtype, {slots, config_.num_key_value_heads, config_.head_dim}));
-      cache.v.push_back(
-          backend_.NewTensor(kv_dtype, {slots, config_.num_key_value_heads, config_.head_dim}));
+      cache.k.push_back(backend_.NewTensor(kv_dtype, {slots, shard_.kv_heads, config_.head_dim}));
+      cache.v.push_back(backend_.NewTensor(kv_dtype, {slots, shard_.kv_heads, config_.head_dim}));
     }
     return cache;
   }
@@ -65,7 +67,7 @@ class DecoderLM : public CausalLM {
     const Ops::PagedAttentionBatch paged{batch.query_start, batch.positions, batch.block_tables,
                                          batch.max_blocks_per_seq, cache.block_size};
 
-    ops.Embedding(w_.embed_tokens, batch.token_ids, x);
+    Embed(batch.token_ids, x);
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
       const DecoderLayerWeights& lw = w_.layers[l];
       ops.RmsNorm(x, lw.input_norm, eps, normed);
@@ -82,6 +84,7 @@ class DecoderLM : public CausalLM {
       ops.WriteKvSlots(k, v, batch.slot_mapping, cache.k[l], cache.v[l]);
       ops.PagedAttention(q, cache.k[l], cache.v[l], paged, attn);
       ops.Linear(attn, lw.o_proj, OrNull(lw.o_bias), proj);
+      AllReduce(proj);
       ops.Add(x, proj, x);
       ops.RmsNorm(x, lw.post_attention_norm, eps, normed);
       const Ops::LinearOut gate_up[] = {{&lw.gate_proj, nullptr, &gate},
@@ -89,6 +92,7 @@ class DecoderLM : public CausalLM {
       ops.LinearMany(normed, gate_up);
       ops.SiluMul(gate, up, gate);
       ops.Linear(gate, lw.down_proj, nullptr, proj);
+      AllReduce(proj);
       ops.Add(x, proj, x);
     }
     // Only the rows that will be sampled go through the final norm and the lm_head.
@@ -99,7 +103,13 @@ class DecoderLM : public CausalLM {
       ops.CopyRows(x.Slice0(batch.logits_rows[i], batch.logits_rows[i] + 1), picked, i);
     Tensor picked_normed = normed.Slice0(0, n_out);
     ops.RmsNorm(picked, w_.final_norm, eps, picked_normed);
-    ops.Linear(picked_normed, w_.lm_head, nullptr, logits);
+    if (shard_.whole()) {
+      ops.Linear(picked_normed, w_.lm_head, nullptr, logits);
+    } else {  // this rank's vocabulary columns
+      Tensor local = arena_.local_logits.Slice0(0, n_out);
+      ops.Linear(picked_normed, w_.lm_head, nullptr, local);
+      ops.CopyColumns(local, logits, shard_.vocab_begin);
+    }
     return Status::Ok();
   }
 
@@ -110,6 +120,7 @@ class DecoderLM : public CausalLM {
   struct Arena {
     int64_t capacity = 0;
     Tensor x, normed, q, k, v, attn, proj, gate, up, picked;
+    Tensor local_logits;  // a shard's vocabulary slice of the logits
   };
   static constexpr int64_t kInitialArenaTokens = 256;
 
@@ -118,7 +129,7 @@ class DecoderLM : public CausalLM {
     const int64_t cap =
         std::max<int64_t>({tokens, kInitialArenaTokens, (tokens + 255) / 256 * 256});
     const int64_t h = config_.hidden_size, d = config_.head_dim;
-    const int64_t hq = config_.num_attention_heads, hkv = config_.num_key_value_heads;
+    const int64_t hq = shard_.q_heads, hkv = shard_.kv_heads;
     arena_ = Arena{};  // free the old buffers before allocating the larger ones
     arena_.capacity = cap;
     arena_.x = backend_.NewTensor(DType::kF32, {cap, h});
@@ -128,9 +139,38 @@ class DecoderLM : public CausalLM {
     arena_.v = backend_.NewTensor(DType::kF32, {cap, hkv, d});
     arena_.attn = backend_.NewTensor(DType::kF32, {cap, hq, d});
     arena_.proj = backend_.NewTensor(DType::kF32, {cap, h});
-    arena_.gate = backend_.NewTensor(DType::kF32, {cap, config_.intermediate_size});
-    arena_.up = backend_.NewTensor(DType::kF32, {cap, config_.intermediate_size});
+    arena_.gate = backend_.NewTensor(DType::kF32, {cap, shard_.intermediate});
+    arena_.up = backend_.NewTensor(DType::kF32, {cap, shard_.intermediate});
     arena_.picked = backend_.NewTensor(DType::kF32, {cap, h});
+    if (!shard_.whole()) {
+      arena_.local_logits =
+          backend_.NewTensor(DType::kF32, {cap, shard_.vocab_end - shard_.vocab_begin});
+      if (zero_row_.empty()) zero_row_ = backend_.NewTensor(DType::kF32, {1, h});
+    }
+  }
+
+  // x = the embedding of `ids`. A shard holds the rows of its vocabulary slice: it looks up the
+  // ids in it, zeroes the other rows, and the all-reduce adds the ranks' rows (exactly: one is
+  // the row, the others zero).
+  void Embed(std::span<const int32_t> ids, Tensor& x) {
+    Ops& ops = backend_.ops();
+    if (shard_.whole()) {
+      ops.Embedding(w_.embed_tokens, ids, x);
+      return;
+    }
+    local_ids_.resize(ids.size());
+    auto mine = [&](int32_t id) { return id >= shard_.vocab_begin && id < shard_.vocab_end; };
+    for (size_t t = 0; t < ids.size(); ++t)
+      local_ids_[t] = mine(ids[t]) ? static_cast<int32_t>(ids[t] - shard_.vocab_begin) : 0;
+    ops.Embedding(w_.embed_tokens, local_ids_, x);
+    for (size_t t = 0; t < ids.size(); ++t)
+      if (!mine(ids[t])) ops.CopyRows(zero_row_, x, static_cast<int64_t>(t));
+    AllReduce(x);
+  }
+
+  // Adds up the ranks' partial sums of a row-parallel result (no-op for the whole model).
+  void AllReduce(Tensor& partial) {
+    if (!shard_.whole()) shard_.comm->AllReduceSum(shard_.rank, partial);
   }
 
   // Everything in a batch comes from the runner; ids come from clients, so they are checked.
@@ -169,26 +209,28 @@ class DecoderLM : public CausalLM {
 
   ModelConfig config_;
   DecoderSpec spec_;
+  DecoderShard shard_;
   DecoderWeights w_;
   Backend& backend_;
   size_t weight_bytes_ = 0;
   int64_t num_parameters_ = 0;
   Arena arena_;
+  Tensor zero_row_;                 // [1, hidden] zeros (shards only)
+  std::vector<int32_t> local_ids_;  // ids within this shard's vocabulary slice
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
-                                                    std::unique_ptr<WeightStore> store,
-                                                    Backend& backend,
-                                                    const ModelLoadOptions& options) {
-  XI_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(*store, config, spec));
-  return CreateDecoderLM(std::move(config), spec, std::move(weights), backend, options);
-}
-
 std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
                                           DecoderWeights weights, Backend& backend,
                                           const ModelLoadOptions& options) {
+  const DecoderShard whole = WholeDecoder(config);
+  return CreateDecoderLM(std::move(config), spec, std::move(weights), whole, backend, options);
+}
+
+std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
+                                          DecoderWeights weights, const DecoderShard& shard,
+                                          Backend& backend, const ModelLoadOptions& options) {
   if (options.bf16_weights) {
     const size_t converted = ConvertDenseWeightsToBf16(weights, backend);
     if (converted > 0)
@@ -197,7 +239,7 @@ std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
   }
   WidenVectorsToF32(weights);
   PlaceDecoderWeights(weights, backend);
-  return std::make_unique<DecoderLM>(std::move(config), spec, std::move(weights), backend);
+  return std::make_unique<DecoderLM>(std::move(config), spec, std::move(weights), shard, backend);
 }
 
 }  // namespace xinfer

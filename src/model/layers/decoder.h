@@ -54,6 +54,17 @@ struct DecoderWeights {
   Weight lm_head;  // shares embed_tokens' storage when tied
 };
 
+// What a model file holds: its config, how its architecture differs, and its weights as stored
+// (the tensors keep the mapped file alive).
+struct DecoderModelParts {
+  ModelConfig config;
+  DecoderSpec spec;
+  DecoderWeights weights;
+};
+// Reads a Hugging Face folder or a GGUF file (model/load.cc, where the architectures are
+// registered). Status names the file and the culprit, as LoadCausalLM's.
+StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir);
+
 // Bytes the weights occupy as stored (a tied lm_head counted once) and their logical parameter
 // count (a quantized [N, K] matrix counts N * K).
 size_t DecoderWeightBytes(const DecoderWeights& w);
@@ -81,13 +92,16 @@ size_t WidenVectorsToF32(DecoderWeights& w);
 // placed copies; tied tensors stay tied.
 void PlaceDecoderWeights(DecoderWeights& w, Backend& backend);
 
-StatusOr<std::unique_ptr<CausalLM>> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
-                                                    std::unique_ptr<WeightStore> store,
-                                                    Backend& backend,
-                                                    const ModelLoadOptions& options = {});
-// Same, from weights already loaded (GGUF files); the weights keep their storage alive.
+// Builds the model from its loaded weights (LoadDecoderParts); the weights keep their storage
+// alive.
 std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
                                           DecoderWeights weights, Backend& backend,
                                           const ModelLoadOptions& options = {});
+// One rank of a tensor-parallel decoder (decoder_shard.h): `weights` are its shard
+// (ShardDecoderWeights), `backend` its device; config is the whole model's.
+struct DecoderShard;
+std::unique_ptr<CausalLM> CreateDecoderLM(ModelConfig config, DecoderSpec spec,
+                                          DecoderWeights weights, const DecoderShard& shard,
+                                          Backend& backend, const ModelLoadOptions& options = {});
 
 }  // namespace xinfer

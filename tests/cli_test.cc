@@ -587,19 +587,41 @@ TEST(CliTest, VllmParallelismAndDeviceFlags) {
   const std::string greedy = "generate --model " + Model("tinystories-656k") +
                              " --prompt-ids 1,400,500 --max-tokens 24 --temperature 0 --json";
   RunResult whole = RunXinfer(greedy + " --threads 2");
-  RunResult split = RunXinfer(greedy + " --threads 2 -tp 2");
+  // (Info logs on: CI runs at XINFER_LOG_LEVEL=warning.)
+  RunResult split = RunXinfer(greedy + " --threads 2 -tp 2", "XINFER_LOG_LEVEL=info");
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   ASSERT_EQ(split.exit_code, 0) << split.err;
   EXPECT_EQ(nlohmann::json::parse(split.out)["token_ids"],
             nlohmann::json::parse(whole.out)["token_ids"]);
-  EXPECT_NE(split.err.find("tensor parallel: 2 ranks, each cpu"), std::string::npos) << split.err;
+  EXPECT_NE(split.err.find("tensor parallel rank 1: cpu"), std::string::npos) << split.err;
+  EXPECT_NE(split.err.find("cpu_threads_bind=auto"), std::string::npos) << split.err;
+  // vLLM's VLLM_CPU_OMP_THREADS_BIND is the default of --cpu-threads-bind: nobind leaves the
+  // ranks' threads where the OS puts them.
+  RunResult unbound = RunXinfer(greedy + " --threads 2 -tp 2",
+                                "VLLM_CPU_OMP_THREADS_BIND=nobind XINFER_LOG_LEVEL=info");
+  ASSERT_EQ(unbound.exit_code, 0) << unbound.err;
+  EXPECT_EQ(json::parse(unbound.out)["token_ids"], json::parse(whole.out)["token_ids"]);
+  EXPECT_NE(unbound.err.find("cpu_threads_bind=nobind"), std::string::npos) << unbound.err;
+  EXPECT_EQ(unbound.err.find(" on CPUs "), std::string::npos) << unbound.err;
+  // doctor shows the CPUs per NUMA node that --cpu-threads-bind auto places ranks on.
+  RunResult doctor = RunXinfer("doctor --json");
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+  const json machine = json::parse(doctor.out);
+  EXPECT_FALSE(machine["allowed_cpus"].get<std::string>().empty());
+  ASSERT_TRUE(machine["numa_nodes"].is_array());
+  for (const json& node : machine["numa_nodes"]) EXPECT_TRUE(node.contains("cpus")) << node;
+  EXPECT_NE(RunXinfer("doctor").out.find("numa:     "), std::string::npos);
   RunResult bench = RunXinfer("bench offline --model " + Model("tinystories-656k") +
                               " --input-len 8 --output-len 4 --batch 2 --runs 1 --threads 2 -tp 2");
   EXPECT_EQ(bench.exit_code, 0) << bench.err;
   const std::pair<const char*, const char*> refused[] = {
-      {"-tp 3 --threads 3", "tensor_parallel_size 3 must divide the model's 8 attention heads"},
+      {"-tp 3 --threads 3 --cpu-threads-bind nobind",
+       "tensor_parallel_size 3 must divide the model's 8 attention heads"},
       {"-tp=4 --threads 2", "tensor_parallel_size 4 needs at least one thread per rank"},
       {"--tensor-parallel-size 0", "tensor_parallel_size must be >= 1, got 0"},
+      {"-tp 2 --threads 2 --cpu-threads-bind '0|x'",
+       "cpu_threads_bind '0|x' is not auto, nobind or CPU lists separated by '|'"},
+      {"-tp 2 --threads 2 --cpu-threads-bind 0-1", "has 1 CPU lists for 2 ranks"},
       {"-pp 2", "pipeline_parallel_size 2"},
       {"-dp 2", "data_parallel_size 2"},
       {"--device cuda", "device 'cuda' is not available: this build has the cpu backend"}};

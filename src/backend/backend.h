@@ -124,6 +124,10 @@ class Backend {
     for (int64_t i = 0; i < n; ++i) fn(i);
   }
 
+  // Binds the calling thread to this backend's cores, for a thread that will drive its ops (a
+  // tensor-parallel rank's thread: its pool's thread 0). Default: nothing to bind.
+  virtual void BindCallerThread() {}
+
   // Convenience: a new zeroed tensor on this device.
   Tensor NewTensor(DType dtype, Shape shape) {
     size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
@@ -151,6 +155,13 @@ struct CpuBackendOptions {
   // Weights larger than this stay in the mapped file (with a warning) instead of being copied:
   // a model that only fits as page cache still loads. 0: 90 % of AvailableMemoryBytes() at load.
   size_t weight_copy_limit_bytes = 0;
+  // Where a tensor-parallel rank runs (base/cpu_topology.h PlanRankPlacement): the pool's
+  // workers are bound to these CPUs (thread t to cpus[t], thread 0 by BindCallerThread); empty:
+  // unbound. With num_threads 0 the pool has one thread per CPU listed.
+  std::vector<int> cpus = {};
+  // The NUMA node whose memory the large buffers (copied weights, KV cache, activations) should
+  // take (mbind MPOL_PREFERRED before their first touch); -1: wherever the first touch lands.
+  int numa_node = -1;
 };
 std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options = {});
 

@@ -1,6 +1,8 @@
 #include "base/huge_pages.h"
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -38,6 +40,20 @@ void* MapHugePages(size_t bytes) {
 
 void UnmapHugePages(void* p, size_t bytes) {
   if (p != nullptr) ::munmap(p, RoundUp(bytes > 0 ? bytes : 1));
+}
+
+bool PreferNumaNode(void* p, size_t bytes, int node) {
+#if defined(SYS_mbind)
+  constexpr int kMpolPreferred = 1;  // <linux/mempolicy.h>
+  constexpr int kMaxNodes = 1024;
+  if (node < 0 || node >= kMaxNodes) return false;
+  unsigned long mask[kMaxNodes / (8 * sizeof(unsigned long))] = {};
+  mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+  return ::syscall(SYS_mbind, p, bytes, kMpolPreferred, mask, kMaxNodes + 1, 0) == 0;
+#else
+  (void)p, (void)bytes, (void)node;
+  return false;
+#endif
 }
 
 namespace {

@@ -16,6 +16,13 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 void* MapHugePages(size_t bytes);
 void UnmapHugePages(void* p, size_t bytes);
 
+// Asks the kernel to place the pages of [p, p + bytes) that are not touched yet on NUMA node
+// `node` when it has room there (mbind MPOL_PREFERRED): a tensor-parallel rank's weights and
+// buffers next to the cores that read them, whichever thread first touches them. False when
+// the kernel refuses (no NUMA support, a node id it does not know); the pages then go wherever
+// the first touch puts them.
+bool PreferNumaNode(void* p, size_t bytes, int node);
+
 // Bytes this process could still take without swapping or an OOM kill: /proc/meminfo's
 // MemAvailable (free memory plus reclaimable page cache), capped by what a cgroup v2 memory
 // limit leaves (memory.max - memory.current: a container's `--memory`); 0 when unknown.

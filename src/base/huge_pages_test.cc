@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 namespace xinfer {
@@ -30,6 +31,19 @@ TEST(HugePagesTest, ModeIsOneOfTheKernelsModes) {
   const std::string mode = TransparentHugePageMode();
   EXPECT_TRUE(mode == "always" || mode == "madvise" || mode == "never" || mode == "unavailable")
       << mode;
+}
+
+TEST(HugePagesTest, PagesCanPreferANumaNode) {
+  const size_t bytes = 4 * kHugePageBytes;
+  void* p = MapHugePages(bytes);
+  // Node 0 exists wherever the kernel has NUMA support (one node on most machines).
+  if (std::filesystem::exists("/sys/devices/system/node/node0")) {
+    EXPECT_TRUE(PreferNumaNode(p, bytes, 0));
+  }
+  EXPECT_FALSE(PreferNumaNode(p, bytes, 5000));  // no such node
+  EXPECT_FALSE(PreferNumaNode(p, bytes, -1));
+  static_cast<char*>(p)[0] = 1;  // still ordinary memory
+  UnmapHugePages(p, bytes);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/cpu_topology.h"
 #include "base/spin_wait.h"
 
 namespace xinfer {
@@ -94,10 +95,17 @@ int AvailableCpuCount() {
   return quota > 0 ? std::min(cpus, quota) : cpus;
 }
 
-ThreadPool::ThreadPool(int num_threads)
+ThreadPool::ThreadPool(int num_threads, std::vector<int> cpus)
     : size_(num_threads > 0 ? num_threads : AvailableCpuCount()) {
   workers_.reserve(size_ - 1);
-  for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
+  for (int t = 1; t < size_; ++t) {
+    std::vector<int> mine;
+    if (!cpus.empty()) mine.push_back(cpus[t % cpus.size()]);
+    workers_.emplace_back([this, t, mine] {
+      PinCurrentThread(mine);  // best effort: a refusal leaves the thread where the OS puts it
+      WorkerLoop(t);
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -38,7 +38,9 @@ int CpuQuotaFromCgroupV1(std::string_view quota_us, std::string_view period_us);
 class ThreadPool {
  public:
   // num_threads: threads that run chunks, the caller included; <= 0 means AvailableCpuCount().
-  explicit ThreadPool(int num_threads = 0);
+  // `cpus`: worker t runs on cpus[t % cpus.size()] only (the caller, thread 0, is the caller's
+  // to bind: cpus[0] is meant for it); empty: the OS places the workers.
+  explicit ThreadPool(int num_threads = 0, std::vector<int> cpus = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -4,12 +4,14 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "base/cpu_topology.h"
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "cli/cli_util.h"
@@ -58,6 +60,19 @@ int Run(const DoctorOptions& o) {
                       {"bf16_linear_path", bf16_path},
                       {"read_once_prefetch", f.read_once_non_temporal ? "nta" : "l2"},
                       {"transparent_huge_pages", TransparentHugePageMode()}};
+  // What --cpu-threads-bind auto makes of this machine: the CPUs this process may use per NUMA
+  // node (a node with none of them left out), for choosing --tensor-parallel-size.
+  const std::vector<int> allowed = AllowedCpus();
+  nlohmann::json numa = nlohmann::json::array();
+  const auto nodes = NumaNodeCpus();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::vector<int> mine;
+    for (int c : nodes[n])
+      if (std::binary_search(allowed.begin(), allowed.end(), c)) mine.push_back(c);
+    if (!mine.empty()) numa.push_back({{"node", n}, {"cpus", FormatCpuList(mine)}});
+  }
+  j["allowed_cpus"] = FormatCpuList(allowed);
+  j["numa_nodes"] = numa;
   MachineLimits limits;
   if (o.measure) {
     limits = MeasureMachineLimits(threads);
@@ -101,6 +116,18 @@ int Run(const DoctorOptions& o) {
              std::string_view(TransparentHugePageMode()) == "never"
                  ? " (weights on 4 KiB pages: decode ~25 % slower; set it to madvise)"
                  : "");
+  std::string nodes_text;
+  for (const auto& n : numa)
+    nodes_text += fmt::format("{}node {}: CPUs {}", nodes_text.empty() ? "" : "; ",
+                              n["node"].get<int>(), n["cpus"].get<std::string>());
+  fmt::print("numa:     {} node(s) with CPUs this process may use ({}){}\n", numa.size(),
+             j["allowed_cpus"].get<std::string>(),
+             numa.empty() ? ""
+                          : ": " + nodes_text +
+                                (numa.size() > 1 ? fmt::format(" — --tensor-parallel-size {} "
+                                                               "puts a rank on each",
+                                                               numa.size())
+                                                 : ""));
   if (o.measure)
     fmt::print(
         "measured: read bandwidth {:.1f} GB/s, FP32 FMA {:.0f} GFLOP/s, BF16 dot {:.0f} "

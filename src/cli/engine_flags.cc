@@ -1,5 +1,6 @@
 #include "cli/engine_flags.h"
 
+#include <cstdlib>
 #include <string_view>
 #include <utility>
 
@@ -49,6 +50,14 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--tensor-parallel-size", c->tensor_parallel_size,
                   "ranks the model's heads, MLP and vocabulary are split over, each with "
                   "--threads / N threads (default 1; at most --threads)");
+  // vLLM's CPU backend reads the binding from VLLM_CPU_OMP_THREADS_BIND; so does the default.
+  if (const char* bind = std::getenv("VLLM_CPU_OMP_THREADS_BIND"); bind != nullptr && *bind)
+    c->cpu_threads_bind = bind;
+  cmd->add_option("--cpu-threads-bind", c->cpu_threads_bind,
+                  "where tensor-parallel ranks run: auto (a NUMA node per rank, or equal runs of "
+                  "CPUs), nobind, or CPU lists per rank such as 0-31|32-63 (default: "
+                  "$VLLM_CPU_OMP_THREADS_BIND, else auto)")
+      ->capture_default_str();
   cmd->add_option("--pipeline-parallel-size", c->pipeline_parallel_size,
                   "1 (default); more is not implemented yet");
   cmd->add_option("--data-parallel-size", c->data_parallel_size,

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/cpu_topology.h"
+
 namespace xinfer {
 
 Status ValidateDtype(const std::string& dtype) {
@@ -62,6 +64,7 @@ Status EngineConfig::Validate() const {
   XI_RETURN_IF_ERROR(ValidateKvCacheDtype(kv_cache_dtype));
   if (tensor_parallel_size < 1)
     return InvalidArgument("tensor_parallel_size must be >= 1, got {}", tensor_parallel_size);
+  XI_RETURN_IF_ERROR(ValidateThreadsBind(cpu_threads_bind));
   if (threads > 0 && tensor_parallel_size > threads)
     return InvalidArgument(
         "tensor_parallel_size {} needs at least one thread per rank, got threads {}",
@@ -102,15 +105,16 @@ std::string EngineConfig::ToString() const {
       "gpu_memory_utilization={} cpu_memory_budget={} max_model_len={} max_num_seqs={} "
       "max_num_batched_tokens={} enable_chunked_prefill={} enable_prefix_caching={} "
       "scheduling_policy={} threads={} mmap_weights={} int8_activations={} dtype={} "
-      "kv_cache_dtype={} ({}) quantization={} tensor_parallel_size={} pipeline_parallel_size={} "
-      "data_parallel_size={} device={} seed={}",
+      "kv_cache_dtype={} ({}) quantization={} tensor_parallel_size={} cpu_threads_bind={} "
+      "pipeline_parallel_size={} data_parallel_size={} device={} seed={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
       int8_activations.has_value() ? (*int8_activations ? "true" : "false") : "auto", dtype,
       kv_cache_dtype, KvCacheDType() == DType::kBF16 ? "bfloat16" : "float32",
-      quantization.empty() ? "auto" : quantization, tensor_parallel_size, pipeline_parallel_size,
-      data_parallel_size, device, seed.has_value() ? std::to_string(*seed) : "random");
+      quantization.empty() ? "auto" : quantization, tensor_parallel_size, cpu_threads_bind,
+      pipeline_parallel_size, data_parallel_size, device,
+      seed.has_value() ? std::to_string(*seed) : "random");
 }
 
 }  // namespace xinfer

@@ -59,10 +59,16 @@ struct EngineConfig {
   std::string kv_cache_dtype = "auto";
 
   // vLLM's --tensor-parallel-size: the model's heads, MLP features and vocabulary split over this
-  // many ranks (model/layers/decoder_shard.h), each a backend with threads / size of the threads
-  // and a thread of its own, their partial sums added in shared memory; at most `threads` ranks.
-  // vLLM's CPU backend runs one rank per NUMA node (weights and KV in the node's memory).
+  // many ranks (model/layers/decoder_shard.h), each a backend of its own (threads / size threads
+  // when `threads` is set, else one per CPU of its placement below) driven by a thread of its
+  // own, their partial sums added in shared memory; at most `threads` ranks.
   int tensor_parallel_size = 1;
+  // Where the ranks' threads run (base/cpu_topology.h PlanRankPlacement), as vLLM's CPU backend
+  // reads VLLM_CPU_OMP_THREADS_BIND: "auto" (a NUMA node per rank when there are enough, else
+  // the CPUs cut into equal runs; each rank's buffers prefer its node's memory), "nobind", or
+  // CPU lists per rank separated by '|' ("0-31|32-63"). With one rank only a list binds (the
+  // pool's workers to its CPUs). `--cpu-threads-bind`, by default that environment variable.
+  std::string cpu_threads_bind = "auto";
   // vLLM's other parallelism and device flags, so that a vLLM command line runs unchanged: 1 (one
   // process) and "auto"/"cpu" are what this build has; anything else is refused by Validate()
   // with a clear message rather than silently run on one process.

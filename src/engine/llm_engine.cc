@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "base/cpu_topology.h"
 #include "base/logging.h"
 #include "base/thread_pool.h"
 #include "engine/gguf_tokenizer_loader.h"
@@ -52,11 +53,16 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   auto engine = std::unique_ptr<LLMEngine>(new LLMEngine());
   EngineConfig& c = engine->config_;
   c = config;
-  const CpuBackendOptions backend_options{
+  CpuBackendOptions backend_options{
       .num_threads = c.threads,
       .bf16_activations = c.bf16_activations(),
       .int8_activations = c.Int8ActivationsFor(IsGgufModelPath(c.model)),
       .mmap_weights = c.mmap_weights};
+  XI_ASSIGN_OR_RETURN(
+      const std::vector<RankPlacement> placement,
+      PlanRankPlacement(c.cpu_threads_bind, c.tensor_parallel_size, AllowedCpus(), NumaNodeCpus()));
+  if (c.tensor_parallel_size == 1 && c.cpu_threads_bind != "auto")
+    backend_options.cpus = placement[0].cpus;  // one rank: only an explicit list binds
   engine->backend_ = CreateCpuBackend(backend_options);
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
                                                                    : Tokenizer::FromDir(c.model));
@@ -64,17 +70,21 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   if (c.tensor_parallel_size == 1) {
     XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_, load_options));
   } else {
-    // The ranks share the threads; engine->backend_ (all of them) samples between steps.
-    const int threads = c.threads > 0 ? c.threads : AvailableCpuCount();
-    if (threads < c.tensor_parallel_size)
-      return InvalidArgument(
-          "tensor_parallel_size {} needs at least one thread per rank, but this process may use "
-          "{} CPUs",
-          c.tensor_parallel_size, threads);
-    CpuBackendOptions rank_options = backend_options;
-    rank_options.num_threads = threads / c.tensor_parallel_size;
+    // Each rank on its own cores (and NUMA node); engine->backend_ samples between steps.
     std::vector<Backend*> ranks;
     for (int r = 0; r < c.tensor_parallel_size; ++r) {
+      CpuBackendOptions rank_options = backend_options;
+      rank_options.cpus = placement[r].cpus;
+      rank_options.numa_node = placement[r].numa_node;
+      rank_options.num_threads = c.threads > 0 ? c.threads / c.tensor_parallel_size
+                                 : placement[r].cpus.empty()
+                                     ? AvailableCpuCount() / c.tensor_parallel_size
+                                     : static_cast<int>(placement[r].cpus.size());
+      if (rank_options.num_threads < 1)
+        return InvalidArgument(
+            "tensor_parallel_size {} needs at least one thread per rank, but this process may use "
+            "{} CPUs",
+            c.tensor_parallel_size, AvailableCpuCount());
       engine->rank_backends_.push_back(CreateCpuBackend(rank_options));
       ranks.push_back(engine->rank_backends_.back().get());
     }
@@ -123,9 +133,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_LOG_INFO("model {} ({}): {} parameters, {:.1f} MiB of weights", c.model, mc.architecture,
               engine->model_->num_parameters(), engine->model_->weight_bytes() / 1048576.0);
   XI_LOG_INFO("backend {}", engine->backend_->description());
-  if (!engine->rank_backends_.empty())
-    XI_LOG_INFO("tensor parallel: {} ranks, each {}", engine->rank_backends_.size(),
-                engine->rank_backends_.front()->description());
+  for (size_t r = 0; r < engine->rank_backends_.size(); ++r)
+    XI_LOG_INFO("tensor parallel rank {}: {}", r, engine->rank_backends_[r]->description());
   XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB, {})", num_blocks,
               c.block_size, static_cast<int64_t>(num_blocks) * c.block_size, kv_gib,
               DTypeName(c.KvCacheDType()));
@@ -209,6 +218,12 @@ void LLMEngine::FinishChoice(Choice& c, RequestOutput& out, const std::string& r
 }
 
 StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
+  // The thread that steps runs the ops (thread 0 of the pool): bound with the pool's workers
+  // when --cpu-threads-bind lists this rank's CPUs.
+  if (!caller_bound_) {
+    backend_->BindCallerThread();
+    caller_bound_ = true;
+  }
   std::vector<RequestOutput> outputs = std::move(pending_);
   pending_.clear();
   SchedulerOutput sched = scheduler_->Schedule();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/cpu_topology.h"
 #include "engine/llm_engine.h"
 
 namespace xinfer {
@@ -15,7 +16,8 @@ namespace {
 std::string TpStoriesDir() { return std::string(XINFER_SHARED_DIR) + "/models/tinystories-656k"; }
 
 // Greedy tokens of a few requests of different lengths, some sharing a prefix, run to the end.
-std::map<std::string, std::vector<int32_t>> RunStories(int tensor_parallel_size) {
+std::map<std::string, std::vector<int32_t>> RunStories(int tensor_parallel_size,
+                                                       const std::string& bind = "auto") {
   EngineConfig c;
   c.model = TpStoriesDir();
   c.max_model_len = 256;
@@ -24,6 +26,7 @@ std::map<std::string, std::vector<int32_t>> RunStories(int tensor_parallel_size)
   c.max_num_batched_tokens = 24;  // prompts of 21-29 tokens prefill in chunks
   c.threads = 2;
   c.tensor_parallel_size = tensor_parallel_size;
+  c.cpu_threads_bind = bind;
   auto engine = LLMEngine::Create(c);
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
   if (!engine.ok()) return {};
@@ -54,9 +57,36 @@ TEST(TensorParallelEngineTest, TwoRanksGiveOneRanksGreedyTokens) {
   if (!std::filesystem::exists(TpStoriesDir()))
     GTEST_SKIP() << TpStoriesDir() << " is absent (../shared not available)";
   const auto one = RunStories(1);
-  const auto two = RunStories(2);
   ASSERT_EQ(one.size(), 5u);
-  EXPECT_EQ(two, one);
+  EXPECT_EQ(RunStories(2), one);  // auto: a rank per NUMA node or run of CPUs
+  EXPECT_EQ(RunStories(2, "nobind"), one);
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() >= 2) {
+    // Explicit lists, reversed; one rank bound to one CPU.
+    const std::string a = std::to_string(cpus[0]), b = std::to_string(cpus[1]);
+    EXPECT_EQ(RunStories(2, b + "|" + a), one);
+    EXPECT_EQ(RunStories(1, a), one);
+  }
+}
+
+TEST(TensorParallelEngineTest, BindingsThatCannotBeHonouredAreRefused) {
+  const std::string cpu = std::to_string(AllowedCpus().front());
+  const std::pair<std::string, std::string> refused[] = {
+      {cpu + "|" + cpu, "CPU " + cpu + " is in two ranks' lists"},
+      {cpu + "|4095", "CPU 4095 of rank 1 is not one this process may use"},
+      {cpu, "has 1 CPU lists for 2 ranks"},
+      {"everywhere", "cpu_threads_bind 'everywhere' is not auto, nobind or CPU lists"}};
+  for (const auto& [bind, message] : refused) {
+    EngineConfig c;
+    c.model = TpStoriesDir();
+    c.threads = 2;
+    c.tensor_parallel_size = 2;
+    c.cpu_threads_bind = bind;
+    auto engine = LLMEngine::Create(c);
+    ASSERT_FALSE(engine.ok()) << bind;
+    EXPECT_NE(engine.status().message().find(message), std::string::npos)
+        << bind << ": " << engine.status().ToString();
+  }
 }
 
 TEST(TensorParallelEngineTest, MoreRanksThanThreadsIsRefused) {

@@ -15,15 +15,20 @@
 namespace xinfer {
 namespace {
 
-// Threads 1..n-1, one per rank (the caller is rank 0): Run(fn) calls fn(r) on rank r's thread
-// for every r and returns when all have returned. Unlike ThreadPool, whose caller runs the chunks
-// a sleeping worker has not claimed, every rank gets its own thread: ranks wait for each other
-// inside fn. Idle threads spin briefly (steps follow each other within a sampling pass), then
-// sleep on a futex. Run is called from one thread at a time.
+// One thread per rank: Run(fn) calls fn(r) on rank r's thread for every r and returns when all
+// have returned. Unlike ThreadPool, whose caller runs the chunks a sleeping worker has not
+// claimed, every rank gets its own thread (ranks wait for each other inside fn), bound to its
+// rank's cores (Backend::BindCallerThread) for as long as it lives; the caller only waits. Idle
+// rank threads spin briefly (steps follow each other within a sampling pass), then sleep on a
+// futex. Run is called from one thread at a time.
 class RankThreads {
  public:
-  explicit RankThreads(int n) {
-    for (int r = 1; r < n; ++r) threads_.emplace_back([this, r] { Loop(r); });
+  explicit RankThreads(std::span<Backend* const> ranks) {
+    for (int r = 0; r < static_cast<int>(ranks.size()); ++r)
+      threads_.emplace_back([this, r, backend = ranks[r]] {
+        backend->BindCallerThread();
+        Loop(r);
+      });
   }
   ~RankThreads() {
     stop_.store(true, std::memory_order_relaxed);
@@ -37,9 +42,9 @@ class RankThreads {
     pending_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     generation_.notify_all();
-    fn(0);
+    // The caller's core belongs to a rank: it sleeps rather than spin beside it.
     for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;)
-      SpinThenWait(pending_, left, kSpins);
+      SpinThenWait(pending_, left, 0);
     job_ = nullptr;
   }
 
@@ -66,10 +71,11 @@ class RankThreads {
 
 class TensorParallelLM : public CausalLM {
  public:
-  TensorParallelLM(std::vector<std::unique_ptr<CausalLM>> ranks, int64_t num_parameters)
+  TensorParallelLM(std::vector<std::unique_ptr<CausalLM>> ranks, std::span<Backend* const> backends,
+                   int64_t num_parameters)
       : ranks_(std::move(ranks)),
         num_parameters_(num_parameters),
-        threads_(static_cast<int>(ranks_.size())),
+        threads_(backends),
         rank_caches_(ranks_.size()),
         statuses_(ranks_.size()) {
     for (const auto& r : ranks_) weight_bytes_ += r->weight_bytes();
@@ -165,7 +171,7 @@ StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir,
                                      *ranks[r], options));
   }
   return std::unique_ptr<CausalLM>(
-      std::make_unique<TensorParallelLM>(std::move(models), num_parameters));
+      std::make_unique<TensorParallelLM>(std::move(models), ranks, num_parameters));
 }
 
 }  // namespace xinfer

@@ -1,5 +1,6 @@
 // CPU backend: aligned host buffers and the ISA-dispatched kernels of FastCpuOps.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/fast_cpu_ops.h"
+#include "base/cpu_topology.h"
 #include "base/huge_pages.h"
 #include "base/logging.h"
 
@@ -23,12 +25,15 @@ constexpr size_t kMmapThreshold = 1 << 20;
 
 class HostBuffer : public Buffer {
  public:
-  explicit HostBuffer(size_t bytes) : size_(bytes) {
+  // numa_node >= 0: the mapping's pages prefer that node (CpuBackendOptions::numa_node);
+  // *numa_refused is set when the kernel refuses.
+  HostBuffer(size_t bytes, int numa_node, bool* numa_refused) : size_(bytes) {
     // 64-byte alignment for full-width AVX-512 loads; never allocate 0 bytes.
     size_t rounded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
     if (rounded >= kMmapThreshold) {
       data_ = MapHugePages(rounded);
       mapped_ = rounded;
+      if (numa_node >= 0 && !PreferNumaNode(data_, rounded, numa_node)) *numa_refused = true;
     } else {
       data_ = std::aligned_alloc(64, rounded);
       XI_CHECK_MSG(data_ != nullptr, "host allocation failed");
@@ -55,7 +60,11 @@ class HostBuffer : public Buffer {
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
-      : ops_(options.bf16_activations, options.num_threads, options.int8_activations),
+      : ops_(options.bf16_activations,
+             options.num_threads > 0 ? options.num_threads : static_cast<int>(options.cpus.size()),
+             options.int8_activations, options.cpus),
+        cpus_(options.cpus),
+        numa_node_(options.numa_node),
         int8_activations_(options.int8_activations),
         mmap_weights_(options.mmap_weights),
         weight_copy_limit_(options.weight_copy_limit_bytes) {}
@@ -64,13 +73,18 @@ class CpuBackend : public Backend {
     return std::string("cpu: kernels ") + cpu::KernelIsaName() + ", BF16 Linear path " +
            cpu::Bf16PathName(ops_.bf16_path()) +
            (int8_activations_ ? ", int8 activations for GGUF/AWQ weights" : "") + ", " +
-           std::to_string(ops_.num_threads()) + " threads, weights " +
+           std::to_string(ops_.num_threads()) + " threads" +
+           (cpus_.empty() ? "" : " on CPUs " + FormatCpuList(cpus_)) +
+           (numa_node_ < 0 ? "" : " (NUMA node " + std::to_string(numa_node_) + ")") +
+           ", weights " +
            (mmap_weights_
                 ? std::string("read from the mapped file")
                 : std::string("copied to huge pages (THP ") + TransparentHugePageMode() + ")");
   }
-  std::shared_ptr<Buffer> Allocate(size_t bytes) override {
-    return std::make_shared<HostBuffer>(bytes);
+  std::shared_ptr<Buffer> Allocate(size_t bytes) override { return NewBuffer(bytes); }
+  void BindCallerThread() override {
+    if (!cpus_.empty() && !PinCurrentThread(std::span<const int>(cpus_).first(1)))
+      XI_LOG_WARN("could not bind a rank's thread to CPU {}", cpus_.front());
   }
   Ops& ops() override { return ops_; }
   std::vector<Tensor> PlaceWeights(std::span<const WeightToPlace> weights) override;
@@ -79,7 +93,21 @@ class CpuBackend : public Backend {
   }
 
  private:
+  std::shared_ptr<HostBuffer> NewBuffer(size_t bytes) {
+    bool refused = false;
+    auto buffer = std::make_shared<HostBuffer>(bytes, numa_node_, &refused);
+    if (refused && !numa_warned_.exchange(true))
+      XI_LOG_WARN(
+          "the kernel refused to place buffers on NUMA node {}; they go where first "
+          "touched",
+          numa_node_);
+    return buffer;
+  }
+
   FastCpuOps ops_;
+  std::vector<int> cpus_;
+  int numa_node_;
+  std::atomic<bool> numa_warned_{false};
   bool int8_activations_;
   bool mmap_weights_;
   size_t weight_copy_limit_;
@@ -128,7 +156,7 @@ std::vector<Tensor> CpuBackend::PlaceWeights(std::span<const WeightToPlace> weig
         total / 1e9, limit / 1e9);
     return as_they_are();
   }
-  auto buffer = std::make_shared<HostBuffer>(total);
+  auto buffer = NewBuffer(total);
   uint8_t* base = static_cast<uint8_t*>(buffer->data());
   // Pieces of about 4 MiB: byte ranges, or whole row groups of a tiled matrix.
   struct Piece {

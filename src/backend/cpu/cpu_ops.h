@@ -13,7 +13,9 @@ namespace xinfer {
 class CpuOps : public Ops {
  public:
   // num_threads: threads per op, the calling one included; <= 0: every CPU this process may use.
-  explicit CpuOps(int num_threads = 0) : pool_(num_threads) {}
+  // cpus: the CPUs the pool's workers are bound to (ThreadPool); empty: unbound.
+  explicit CpuOps(int num_threads = 0, std::vector<int> cpus = {})
+      : pool_(num_threads, std::move(cpus)) {}
   int num_threads() const { return pool_.size(); }
   // The ops' pool, for backend work that runs between ops (weight placement at load); the same
   // one-at-a-time rule applies.

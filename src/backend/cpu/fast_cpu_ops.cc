@@ -17,8 +17,9 @@ using fast_cpu_ops_internal::kMinParallelMacs;
 using fast_cpu_ops_internal::MinUnits;
 using fast_cpu_ops_internal::RoundUp;
 
-FastCpuOps::FastCpuOps(bool bf16_activations, int num_threads, bool int8_activations)
-    : CpuOps(num_threads),
+FastCpuOps::FastCpuOps(bool bf16_activations, int num_threads, bool int8_activations,
+                       std::vector<int> cpus)
+    : CpuOps(num_threads, std::move(cpus)),
       features_(cpu::DetectCpuFeatures()),
       bf16_path_(cpu::SelectBf16Path(features_, bf16_activations)),
       int8_activations_(int8_activations) {

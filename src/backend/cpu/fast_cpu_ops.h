@@ -18,9 +18,9 @@ namespace xinfer {
 
 class FastCpuOps : public CpuOps {
  public:
-  // bf16_activations, int8_activations: see CpuBackendOptions; num_threads: see CpuOps.
+  // bf16_activations, int8_activations: see CpuBackendOptions; num_threads, cpus: see CpuOps.
   explicit FastCpuOps(bool bf16_activations = false, int num_threads = 0,
-                      bool int8_activations = false);
+                      bool int8_activations = false, std::vector<int> cpus = {});
   cpu::Bf16Path bf16_path() const { return bf16_path_; }
   // Whether QuantLinear runs `w` with int8 activations: int8_activations was asked for and the
   // CPU and the format allow it (every GGUF format of Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q8_0 / Q4_K /

@@ -3,8 +3,8 @@
 // own thread — the ranks meet in the communicator's all-reduces, so they must run concurrently —
 // and each writes its vocabulary columns of the caller's logits.
 #include <atomic>
-#include <functional>
 #include <thread>
+#include <type_traits>
 
 #include "backend/communicator.h"
 #include "base/logging.h"
@@ -37,8 +37,11 @@ class RankThreads {
     for (std::thread& t : threads_) t.join();
   }
 
-  void Run(const std::function<void(int)>& fn) {
+  // Calls fn(rank) on every rank's thread; no allocation per call.
+  template <class Fn>
+  void Run(Fn&& fn) {
     job_ = &fn;
+    job_call_ = [](void* f, int rank) { (*static_cast<std::remove_reference_t<Fn>*>(f))(rank); };
     pending_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     generation_.notify_all();
@@ -55,7 +58,7 @@ class RankThreads {
       SpinThenWait(generation_, seen, kSpins);
       seen = generation_.load(std::memory_order_acquire);
       if (stop_.load(std::memory_order_relaxed)) return;
-      (*job_)(rank);
+      job_call_(job_, rank);
       pending_.fetch_sub(1, std::memory_order_acq_rel);
       pending_.notify_one();  // the caller may sleep on any count it saw
     }
@@ -63,7 +66,8 @@ class RankThreads {
 
   static constexpr int kSpins = 1 << 14;
   std::vector<std::thread> threads_;
-  const std::function<void(int)>* job_ = nullptr;
+  void* job_ = nullptr;
+  void (*job_call_)(void*, int) = nullptr;
   std::atomic<uint32_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
@@ -108,7 +112,8 @@ class TensorParallelLM : public CausalLM {
     const size_t layers = static_cast<size_t>(config().num_hidden_layers);
     if (cache.k.size() != layers * ranks_.size() || cache.v.size() != cache.k.size())
       return Internal("the KV cache was not made by this tensor-parallel model");
-    // Each rank's view of its layers, rebuilt only when the runner hands in another cache.
+    // Each rank's view of its layers, rebuilt only when the runner hands in another cache (the
+    // views keep the last one's buffers alive, so a new cache never takes its address).
     if (views_of_ != cache.k.front().raw()) {
       for (size_t r = 0; r < ranks_.size(); ++r) {
         PagedKvCache& view = rank_caches_[r];

@@ -105,8 +105,11 @@ class DecoderLM : public CausalLM {
     ops.RmsNorm(picked, w_.final_norm, eps, picked_normed);
     if (shard_.whole()) {
       ops.Linear(picked_normed, w_.lm_head, nullptr, logits);
-    } else {  // this rank's vocabulary columns
-      Tensor local = arena_.local_logits.Slice0(0, n_out);
+    } else {  // this rank's vocabulary columns, through rows grown to the most ever sampled
+      if (local_logits_.empty() || local_logits_.dim(0) < n_out)
+        local_logits_ =
+            backend_.NewTensor(DType::kF32, {n_out, shard_.vocab_end - shard_.vocab_begin});
+      Tensor local = local_logits_.Slice0(0, n_out);
       ops.Linear(picked_normed, w_.lm_head, nullptr, local);
       ops.CopyColumns(local, logits, shard_.vocab_begin);
     }
@@ -120,7 +123,6 @@ class DecoderLM : public CausalLM {
   struct Arena {
     int64_t capacity = 0;
     Tensor x, normed, q, k, v, attn, proj, gate, up, picked;
-    Tensor local_logits;  // a shard's vocabulary slice of the logits
   };
   static constexpr int64_t kInitialArenaTokens = 256;
 
@@ -142,11 +144,7 @@ class DecoderLM : public CausalLM {
     arena_.gate = backend_.NewTensor(DType::kF32, {cap, shard_.intermediate});
     arena_.up = backend_.NewTensor(DType::kF32, {cap, shard_.intermediate});
     arena_.picked = backend_.NewTensor(DType::kF32, {cap, h});
-    if (!shard_.whole()) {
-      arena_.local_logits =
-          backend_.NewTensor(DType::kF32, {cap, shard_.vocab_end - shard_.vocab_begin});
-      if (zero_row_.empty()) zero_row_ = backend_.NewTensor(DType::kF32, {1, h});
-    }
+    if (!shard_.whole() && zero_row_.empty()) zero_row_ = backend_.NewTensor(DType::kF32, {1, h});
   }
 
   // x = the embedding of `ids`. A shard holds the rows of its vocabulary slice: it looks up the
@@ -216,6 +214,7 @@ class DecoderLM : public CausalLM {
   int64_t num_parameters_ = 0;
   Arena arena_;
   Tensor zero_row_;                 // [1, hidden] zeros (shards only)
+  Tensor local_logits_;             // a shard's vocabulary slice of the sampled rows' logits
   std::vector<int32_t> local_ids_;  // ids within this shard's vocabulary slice
 };
 

@@ -34,6 +34,7 @@ struct OfflineBenchOptions {
   int batch = 1;
   int threads = 0;
   int tensor_parallel_size = 1;
+  std::string cpu_threads_bind = "auto";
   int runs = 3;
   std::string dtype = "auto";
   std::string kv_cache_dtype = "auto";
@@ -110,6 +111,7 @@ int Run(const OfflineBenchOptions& o) {
   cfg.model = o.model;
   cfg.threads = o.threads;
   cfg.tensor_parallel_size = o.tensor_parallel_size;
+  cfg.cpu_threads_bind = o.cpu_threads_bind;
   cfg.dtype = o.dtype;
   cfg.kv_cache_dtype = o.kv_cache_dtype;
   if (Status s = ValidateKvCacheDtype(o.kv_cache_dtype); !s.ok()) return ReportError(s);
@@ -240,6 +242,9 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
   cmd->add_option("--threads", opts->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--tensor-parallel-size", opts->tensor_parallel_size,
                   "Ranks the model is split over, as serve's (each with threads / N threads)")
+      ->capture_default_str();
+  cmd->add_option("--cpu-threads-bind", opts->cpu_threads_bind,
+                  "Where the ranks run, as serve's: auto, nobind or CPU lists such as 0|1")
       ->capture_default_str();
   cmd->add_option("--runs", opts->runs, "Timed runs (the median is reported)")
       ->capture_default_str();

@@ -66,8 +66,10 @@ struct EngineConfig {
   // Where the ranks' threads run (base/cpu_topology.h PlanRankPlacement), as vLLM's CPU backend
   // reads VLLM_CPU_OMP_THREADS_BIND: "auto" (a NUMA node per rank when there are enough, else
   // the CPUs cut into equal runs; each rank's buffers prefer its node's memory), "nobind", or
-  // CPU lists per rank separated by '|' ("0-31|32-63"). With one rank only a list binds (the
-  // pool's workers to its CPUs). `--cpu-threads-bind`, by default that environment variable.
+  // CPU lists per rank separated by '|' ("0-31|32-63"). With one rank only a list binds, and
+  // only the pool's workers (the thread that calls Step, which also runs ops, is the caller's:
+  // binding it would also bind whatever else that thread does). `--cpu-threads-bind`, by default
+  // that environment variable.
   std::string cpu_threads_bind = "auto";
   // vLLM's other parallelism and device flags, so that a vLLM command line runs unchanged: 1 (one
   // process) and "auto"/"cpu" are what this build has; anything else is refused by Validate()

@@ -218,12 +218,6 @@ void LLMEngine::FinishChoice(Choice& c, RequestOutput& out, const std::string& r
 }
 
 StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
-  // The thread that steps runs the ops (thread 0 of the pool): bound with the pool's workers
-  // when --cpu-threads-bind lists this rank's CPUs.
-  if (!caller_bound_) {
-    backend_->BindCallerThread();
-    caller_bound_ = true;
-  }
   std::vector<RequestOutput> outputs = std::move(pending_);
   pending_.clear();
   SchedulerOutput sched = scheduler_->Schedule();

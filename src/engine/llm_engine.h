@@ -103,7 +103,6 @@ class LLMEngine {
   // partial sums through; declared before model_, which uses them until it is destroyed.
   std::vector<std::unique_ptr<Backend>> rank_backends_;
   std::unique_ptr<Communicator> communicator_;
-  bool caller_bound_ = false;  // Step() has bound its thread (BindCallerThread)
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<CausalLM> model_;
   std::unique_ptr<Scheduler> scheduler_;

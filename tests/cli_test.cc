@@ -1,5 +1,6 @@
 // End-to-end tests of the `xinfer` binary: exit codes, stdout and stderr as a user sees them.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -522,6 +523,30 @@ TEST(CliTest, PlanSaysWhetherTheModelFitsAtTheConcurrencyAsked) {
       RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 4 -tp 2 --json");
   EXPECT_EQ(json::parse(tp2.out)["kv_bytes_per_token"], 1024);
 
+  // Two data-parallel replicas over twice the budget: each the single engine's cache, twice the
+  // sequences in all; over the same budget each replica's half leaves nothing after its weights.
+  const std::string budget2 = " --cpu-memory-budget 134217728 --gpu-memory-utilization 0.5";
+  RunResult dp2 =
+      RunXinfer("plan " + model + budget2 + " --max-model-len 1024 --max-num-seqs 8 -dp 2 --json");
+  ASSERT_EQ(dp2.exit_code, 0) << dp2.err;
+  const json d = json::parse(dp2.out);
+  EXPECT_EQ(d["data_parallel_size"], 2);
+  EXPECT_EQ(d["budget_bytes"], 64 << 20);
+  EXPECT_EQ(d["kv_cache_blocks"], j["kv_cache_blocks"]);
+  EXPECT_EQ(d["concurrent_seqs"], 8);
+  EXPECT_EQ(d["budget_bytes_needed"].get<int64_t>(), 2 * j["budget_bytes_needed"].get<int64_t>());
+  RunResult dp2_text =
+      RunXinfer("plan " + model + budget2 + " --max-model-len 1024 --max-num-seqs 8 -dp 2");
+  EXPECT_NE(dp2_text.out.find("fits: 16 sequences of 1024 tokens run at once (8 per replica)"),
+            std::string::npos)
+      << dp2_text.out;
+  EXPECT_NE(dp2_text.out.find("in each of 2 data-parallel replicas"), std::string::npos)
+      << dp2_text.out;
+  RunResult dp2_small =
+      RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 8 -dp 2");
+  EXPECT_EQ(dp2_small.exit_code, 1);
+  EXPECT_NE(dp2_small.err.find("per data-parallel replica"), std::string::npos) << dp2_small.err;
+
   // 32 sequences of 1024 tokens need 32 MiB of KV cache: only 13 fit; the text says so and lists
   // the settings that would fit.
   RunResult some = RunXinfer("plan " + model + budget + " --max-model-len 1024 --max-num-seqs 32");
@@ -622,8 +647,11 @@ TEST(CliTest, VllmParallelismAndDeviceFlags) {
       {"-tp 2 --threads 2 --cpu-threads-bind '0|x'",
        "cpu_threads_bind '0|x' is not auto, nobind or CPU lists separated by '|'"},
       {"-tp 2 --threads 2 --cpu-threads-bind 0-1", "has 1 CPU lists for 2 ranks"},
-      {"-pp 2", "pipeline_parallel_size 2"},
-      {"-dp 2", "data_parallel_size 2"},
+      {"-pp 2", "pipeline_parallel_size 2: pipeline parallelism is not implemented yet"},
+      {"-dp 2",
+       "--data-parallel-size 2: generate runs one engine; data-parallel replicas share "
+       "requests in `xinfer serve`"},
+      {"-dp 0", "data_parallel_size must be >= 1, got 0"},
       {"--device cuda", "device 'cuda' is not available: this build has the cpu backend"}};
   for (const auto& [flags, message] : refused) {
     RunResult r = RunXinfer(run + " " + flags);
@@ -632,6 +660,34 @@ TEST(CliTest, VllmParallelismAndDeviceFlags) {
   }
   // Only the exact short spellings are expanded.
   EXPECT_NE(RunXinfer(run + " -tpx 1").exit_code, 0);
+  // More --threads than a bound rank has CPUs: one thread per CPU, and a warning says so.
+  std::vector<int> allowed;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE && allowed.size() < 2; ++cpu)
+      if (CPU_ISSET(cpu, &set)) allowed.push_back(cpu);
+  if (allowed.size() == 2) {
+    RunResult over =
+        RunXinfer(greedy + " --threads 4 -tp 2 --cpu-threads-bind '" + std::to_string(allowed[0]) +
+                      "|" + std::to_string(allowed[1]) + "'",
+                  "XINFER_LOG_LEVEL=info");
+    ASSERT_EQ(over.exit_code, 0) << over.err;
+    EXPECT_EQ(json::parse(over.out)["token_ids"], json::parse(whole.out)["token_ids"]);
+    EXPECT_NE(over.err.find("--threads 4 gives each of the 2 ranks 2 threads, more than the 1 "
+                            "CPUs it is bound to"),
+              std::string::npos)
+        << over.err;
+    EXPECT_NE(over.err.find("1 threads on CPUs " + std::to_string(allowed[1])), std::string::npos)
+        << over.err;
+  }
+  // serve runs data-parallel replicas, but not more ranks than threads.
+  RunResult thin =
+      RunXinfer("serve " + Model("tinystories-656k") + " --port 0 -dp 2 -tp 2 --threads 2");
+  EXPECT_EQ(thin.exit_code, 1);
+  EXPECT_NE(thin.err.find("tensor_parallel_size 2 x data_parallel_size 2 needs at least one "
+                          "thread per rank, got threads 2"),
+            std::string::npos)
+      << thin.err;
 }
 
 // vLLM's --dtype and --quantization: accepted with vLLM's spellings, refused with a clear message

@@ -48,5 +48,32 @@ TEST(PlanTest, KvBlocksFromTheFileHeadersAreTheEnginesBlocks) {
   }
 }
 
+// A data-parallel replica sizes its cache from its share of the budget, as plan does.
+TEST(PlanTest, DataParallelReplicaBlocksAreThePlansBlocks) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  EngineConfig c;
+  c.model = testing::SharedDir() + "/models/tinystories-656k";
+  c.block_size = 1;
+  c.max_model_len = 256;
+  c.max_num_seqs = 1024;
+  c.gpu_memory_utilization = 0.5;
+  c.cpu_memory_budget = 64 << 20;
+  c.threads = 2;
+  c.data_parallel_size = 2;
+  c.cpu_threads_bind = "nobind";
+  auto replica = LLMEngine::Create(c, 1);
+  ASSERT_TRUE(replica.ok()) << replica.status().ToString();
+  auto cost = ComputeModelCost(c.model, c.KvCacheDType(), c.bf16_activations());
+  ASSERT_TRUE(cost.ok());
+  auto kv = SizeKvCache((*replica)->config(), static_cast<int64_t>(cost->weight_bytes),
+                        static_cast<int64_t>(cost->kv_bytes_per_token), PhysicalMemoryBytes());
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_EQ(kv->budget_bytes, 32 << 20);
+  EXPECT_EQ(kv->num_blocks, (*replica)->stats().num_blocks);
+  // Half the budget of one engine: (32 MiB x 0.5 - weights) per replica.
+  EXPECT_EQ(kv->num_blocks, ((16 << 20) - static_cast<int64_t>(cost->weight_bytes)) /
+                                static_cast<int64_t>(cost->kv_bytes_per_token));
+}
+
 }  // namespace
 }  // namespace xinfer

@@ -54,14 +54,15 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   if (const char* bind = std::getenv("VLLM_CPU_OMP_THREADS_BIND"); bind != nullptr && *bind)
     c->cpu_threads_bind = bind;
   cmd->add_option("--cpu-threads-bind", c->cpu_threads_bind,
-                  "where tensor-parallel ranks run: auto (a NUMA node per rank, or equal runs of "
-                  "CPUs), nobind, or CPU lists per rank such as 0-31|32-63 (default: "
+                  "where tensor- and data-parallel ranks run: auto (a NUMA node per rank, or equal "
+                  "runs of CPUs), nobind, or CPU lists per rank such as 0-31|32-63 (default: "
                   "$VLLM_CPU_OMP_THREADS_BIND, else auto)")
       ->capture_default_str();
   cmd->add_option("--pipeline-parallel-size", c->pipeline_parallel_size,
                   "1 (default); more is not implemented yet");
   cmd->add_option("--data-parallel-size", c->data_parallel_size,
-                  "1 (default); more is not implemented yet");
+                  "replicas of the whole engine (serve only), each with 1/N of the threads, "
+                  "CPUs and memory; requests go to the least busy (default 1)");
   cmd->add_option("--device", c->device, "auto (default) or cpu: the backends this build has");
   cmd->add_flag("--trust-remote-code")
       ->description(

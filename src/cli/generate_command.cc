@@ -126,6 +126,11 @@ int RunGenerate(GenerateOptions o) {
   if (!batch && o.prompt.empty() && o.prompt_ids.empty())
     return ReportError(InvalidArgument("give --prompt TEXT, --prompt-ids 1,2,3 or --input FILE"));
   if (o.max_tokens < 1) return ReportError(InvalidArgument("--max-tokens must be at least 1"));
+  if (o.engine.data_parallel_size > 1)
+    return ReportError(InvalidArgument(
+        "--data-parallel-size {}: generate runs one engine; data-parallel replicas share "
+        "requests in `xinfer serve`",
+        o.engine.data_parallel_size));
   if (!batch) {
     // One request: a small cache is plenty and starts instantly.
     if (o.engine.kv_cache_memory == 0 && o.engine.num_gpu_blocks_override == 0)

@@ -61,12 +61,15 @@ int Run(PlanOptions o) {
   const int64_t kv_per_token = static_cast<int64_t>(cost->kv_bytes_per_token) * kv_copies;
   auto kv = SizeKvCache(c, weight_bytes, kv_per_token, PhysicalMemoryBytes());
 
-  // What running max_num_seqs sequences of `context` tokens at once takes.
+  // What running max_num_seqs sequences of `context` tokens at once takes, in each of the
+  // data-parallel replicas (each holds its own weights; SizeKvCache gives each 1/dp of the
+  // budget, so budget_needed is all of them together).
+  const int dp = c.data_parallel_size;
   const int64_t blocks_per_seq = (context + c.block_size - 1) / c.block_size;
   const int64_t block_bytes = kv_per_token * c.block_size;
   const int64_t kv_needed = int64_t{c.max_num_seqs} * blocks_per_seq * block_bytes;
   const double budget_needed =
-      static_cast<double>(weight_bytes + kv_needed) / c.gpu_memory_utilization;
+      static_cast<double>(weight_bytes + kv_needed) * dp / c.gpu_memory_utilization;
   const int64_t concurrent =
       kv.ok() ? std::min<int64_t>(c.max_num_seqs, kv->num_blocks / blocks_per_seq) : 0;
   const bool fits = kv.ok() && concurrent >= c.max_num_seqs;
@@ -80,6 +83,7 @@ int Run(PlanOptions o) {
                       {"block_size", c.block_size},
                       {"max_model_len", c.max_model_len},
                       {"max_num_seqs", c.max_num_seqs},
+                      {"data_parallel_size", dp},
                       {"context", context},
                       {"gpu_memory_utilization", c.gpu_memory_utilization},
                       {"kv_cache_bytes_needed", kv_needed},
@@ -137,18 +141,20 @@ int Run(PlanOptions o) {
     if (kv.ok()) {
       fmt::print(
           "memory:    budget {:.2f} GiB x {} utilization: weights {:.2f} GiB + KV cache {:.2f} GiB "
-          "({} blocks of {} tokens = {} tokens; sized by {}{})\n",
+          "({} blocks of {} tokens = {} tokens; sized by {}{}){}\n",
           GiB(kv->budget_bytes), c.gpu_memory_utilization, GiB(weight_bytes),
           GiB(static_cast<double>(kv->num_blocks) * block_bytes), kv->num_blocks, c.block_size,
           kv->num_tokens(c.block_size), kv->source,
-          kv->capped_by_max_num_seqs ? ", capped at max_num_seqs full-length sequences" : "");
+          kv->capped_by_max_num_seqs ? ", capped at max_num_seqs full-length sequences" : "",
+          dp > 1 ? fmt::format(", in each of {} data-parallel replicas", dp) : "");
       fmt::print("           maximum concurrency for {} tokens per request: {:.2f}x\n",
                  c.max_model_len, j["max_concurrency_at_max_model_len"].get<double>());
     }
     fmt::print(
-        "needs:     {} sequences x {} tokens: KV cache {:.2f} GiB, memory budget {:.2f} GiB at "
+        "needs:     {}{} sequences x {} tokens: KV cache {:.2f} GiB{}, memory budget {:.2f} GiB at "
         "{} utilization\n",
-        c.max_num_seqs, context, GiB(kv_needed), GiB(budget_needed), c.gpu_memory_utilization);
+        dp > 1 ? fmt::format("{} replicas x ", dp) : "", c.max_num_seqs, context, GiB(kv_needed),
+        dp > 1 ? " each" : "", GiB(budget_needed), c.gpu_memory_utilization);
     if (j.contains("roofline")) {
       const auto& r = j["roofline"];
       fmt::print(
@@ -163,8 +169,8 @@ int Run(PlanOptions o) {
       fmt::print(" (at {} tokens of context on average)\n", context / 2);
     }
     if (fits)
-      fmt::print("verdict:   fits: {} sequences of {} tokens run at once\n", c.max_num_seqs,
-                 context);
+      fmt::print("verdict:   fits: {} sequences of {} tokens run at once{}\n", c.max_num_seqs * dp,
+                 context, dp > 1 ? fmt::format(" ({} per replica)", c.max_num_seqs) : "");
     else if (kv.ok())
       fmt::print(
           "verdict:   does not fit: the server starts, but only {} of {} sequences of {} tokens "

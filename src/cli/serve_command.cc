@@ -1,6 +1,7 @@
 // `xinfer serve MODEL`: the OpenAI-compatible HTTP server (flags named as vLLM names them).
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/logging.h"
@@ -53,9 +54,14 @@ int RunServe(const ServeFlags& f) {
   o.http.max_body_bytes = f.max_request_body_bytes;
   o.http.header_timeout = std::chrono::seconds(f.timeout_keep_alive);
 
-  auto engine = LLMEngine::Create(f.engine);
-  if (!engine.ok()) return ReportError(engine.status());
-  auto prompts = PromptBuilder::Create(f.engine.model, (*engine)->tokenizer(), f.chat_template);
+  // One engine per data-parallel replica, each on its share of the cores and memory.
+  std::vector<std::unique_ptr<LLMEngine>> engines;
+  for (int rank = 0; rank < std::max(f.engine.data_parallel_size, 1); ++rank) {
+    auto engine = LLMEngine::Create(f.engine, rank);
+    if (!engine.ok()) return ReportError(engine.status());
+    engines.push_back(std::move(*engine));
+  }
+  auto prompts = PromptBuilder::Create(f.engine.model, engines[0]->tokenizer(), f.chat_template);
   std::unique_ptr<PromptBuilder> builder;
   if (prompts.ok()) {
     builder = std::move(*prompts);
@@ -70,7 +76,7 @@ int RunServe(const ServeFlags& f) {
   AsyncEngineOptions ao;
   ao.max_queue_len = f.max_queue_len;
   ao.scripted_output_file = f.debug_scripted_output;
-  auto async = AsyncEngine::Create(std::move(*engine), ao);
+  auto async = AsyncEngine::Create(std::move(engines), ao);
   if (!async.ok()) return ReportError(async.status());
   auto srv = server::OpenAIServer::Create(std::move(*async), std::move(builder), std::move(o));
   if (!srv.ok()) return ReportError(srv.status());

@@ -84,21 +84,53 @@ struct AsyncEngine::Active {
   std::vector<IncrementalDecoder> decoders;
 };
 
-AsyncEngine::AsyncEngine(std::unique_ptr<LLMEngine> engine, const AsyncEngineOptions& options)
-    : engine_(std::move(engine)),
-      tokenizer_(&engine_->tokenizer()),
-      config_(engine_->config()),
-      model_config_(engine_->model_config()),
-      default_params_(engine_->default_sampling_params()),
+struct AsyncEngine::Replica {
+  std::unique_ptr<LLMEngine> engine;  // its thread only (immutable accessors excepted)
+  std::unordered_map<std::string, std::unique_ptr<Active>> active;  // its thread only
+  // Guarded by AsyncEngine::mu_.
+  std::condition_variable cv;  // wakes its thread
+  std::deque<Command> commands;
+  int pending_adds = 0;  // submitted here, not yet handed to the engine
+  int num_active = 0;    // routed here and not ended
+  EngineStats stats;
+  std::thread thread;
+};
+
+AsyncEngine::AsyncEngine(std::vector<std::unique_ptr<Replica>> replicas,
+                         const AsyncEngineOptions& options)
+    : replicas_(std::move(replicas)),
+      tokenizer_(&replicas_[0]->engine->tokenizer()),
+      config_(replicas_[0]->engine->config()),
+      model_config_(replicas_[0]->engine->model_config()),
+      default_params_(replicas_[0]->engine->default_sampling_params()),
       options_(options) {}
 
 StatusOr<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(std::unique_ptr<LLMEngine> engine,
                                                            const AsyncEngineOptions& options) {
-  if (engine == nullptr) return InvalidArgument("AsyncEngine needs an engine");
+  std::vector<std::unique_ptr<LLMEngine>> replicas;
+  replicas.push_back(std::move(engine));
+  return Create(std::move(replicas), options);
+}
+
+StatusOr<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(
+    std::vector<std::unique_ptr<LLMEngine>> engines, const AsyncEngineOptions& options) {
+  if (engines.empty() || engines[0] == nullptr)
+    return InvalidArgument("AsyncEngine needs an engine");
+  const int dp = engines[0]->config().data_parallel_size;
+  if (static_cast<int>(engines.size()) != dp)
+    return InvalidArgument("data_parallel_size {} needs {} engines, got {}", dp, dp,
+                           engines.size());
+  std::vector<std::unique_ptr<Replica>> replicas;
+  for (size_t i = 0; i < engines.size(); ++i) {
+    if (engines[i] == nullptr || engines[i]->data_parallel_rank() != static_cast<int>(i))
+      return InvalidArgument("engine {} is not data-parallel replica {}", i, i);
+    replicas.push_back(std::make_unique<Replica>());
+    replicas.back()->engine = std::move(engines[i]);
+  }
   if (options.max_queue_len < 0)
     return InvalidArgument("max_queue_len must be >= 0, got {}", options.max_queue_len);
   if (options.max_buffered_outputs < 1) return InvalidArgument("max_buffered_outputs must be >= 1");
-  auto ae = std::unique_ptr<AsyncEngine>(new AsyncEngine(std::move(engine), options));
+  auto ae = std::unique_ptr<AsyncEngine>(new AsyncEngine(std::move(replicas), options));
   if (!options.scripted_output_file.empty()) {
     std::ifstream f(options.scripted_output_file);
     if (!f) return NotFound("cannot read scripted output file {}", options.scripted_output_file);
@@ -121,8 +153,13 @@ StatusOr<std::unique_ptr<AsyncEngine>> AsyncEngine::Create(std::unique_ptr<LLMEn
     }
     XI_LOG_WARN("test-only scripted output is on ({} scripts)", ae->scripts_.size());
   }
-  ae->stats_ = ae->engine_->stats();
-  ae->thread_ = std::thread([p = ae.get()] { p->Loop(); });
+  for (auto& r : ae->replicas_) {
+    r->stats = r->engine->stats();
+    r->thread = std::thread([p = ae.get(), r = r.get()] {
+      r->engine->BindSteppingThread();
+      p->Loop(*r);
+    });
+  }
   return ae;
 }
 
@@ -144,38 +181,70 @@ StatusOr<std::shared_ptr<RequestStream>> AsyncEngine::Submit(const std::string& 
   stream->notify_ = std::move(notify);
   // Decoding the prompt for the script lookup happens here, off the engine thread.
   const Script* script = MatchScript(request.prompt_ids);
+  Replica* target = nullptr;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!accepting_) return Status(StatusCode::kUnavailable, "the server is shutting down");
-    const int waiting = stats_.num_waiting + pending_adds_;
+    int waiting = 0;
+    for (const auto& r : replicas_) waiting += r->stats.num_waiting + r->pending_adds;
     if (options_.max_queue_len > 0 && waiting >= options_.max_queue_len)
       return Status(StatusCode::kUnavailable,
                     fmt::format("the waiting queue is full ({} requests, --max-queue-len {}); "
                                 "retry later",
                                 waiting, options_.max_queue_len));
-    commands_.push_back(
+    // Replicas do not see each other's ids, so a duplicate is caught here.
+    if (routes_.count(id)) return InvalidArgument("request id '{}' is already in use", id);
+    for (size_t k = 0; k < replicas_.size(); ++k) {
+      Replica* r = replicas_[(next_replica_ + k) % replicas_.size()].get();
+      if (target == nullptr || r->num_active < target->num_active) target = r;
+    }
+    next_replica_ = (next_replica_ + 1) % replicas_.size();
+    target->commands.push_back(
         Command{Command::kAdd, id, std::move(request), stream, Clock::now(), script});
-    ++pending_adds_;
+    ++target->pending_adds;
+    ++target->num_active;
     ++num_active_;
+    routes_[id] = target;
   }
-  cv_.notify_one();
+  target->cv.notify_one();
   return stream;
 }
 
 void AsyncEngine::Cancel(const std::string& id) {
+  Replica* r = nullptr;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (stop_) return;
-    commands_.push_back(Command{Command::kCancel, id, {}, nullptr, Clock::now(), nullptr});
+    auto it = routes_.find(id);
+    if (stop_ || it == routes_.end()) return;
+    r = it->second;
+    r->commands.push_back(Command{Command::kCancel, id, {}, nullptr, Clock::now(), nullptr});
   }
-  cv_.notify_one();
+  r->cv.notify_one();
 }
 
 AsyncEngineStats AsyncEngine::Stats() const {
   std::lock_guard<std::mutex> l(mu_);
   AsyncEngineStats s;
-  s.engine = stats_;
-  s.num_submitted_pending = pending_adds_;
+  EngineStats& sum = s.engine;
+  double used_blocks = 0;
+  for (const auto& r : replicas_) {
+    const EngineStats& e = r->stats;
+    s.replicas.push_back(e);
+    sum.num_running += e.num_running;
+    sum.num_waiting += e.num_waiting;
+    sum.num_blocks += e.num_blocks;
+    sum.num_free_blocks += e.num_free_blocks;
+    used_blocks += e.kv_cache_usage * e.num_blocks;
+    sum.num_preemptions += e.num_preemptions;
+    sum.prefix_cache_queries += e.prefix_cache_queries;
+    sum.prefix_cache_hits += e.prefix_cache_hits;
+    sum.prompt_tokens += e.prompt_tokens;
+    sum.generation_tokens += e.generation_tokens;
+    sum.computed_tokens += e.computed_tokens;
+    sum.num_requests_finished += e.num_requests_finished;
+    s.num_submitted_pending += r->pending_adds;
+  }
+  sum.kv_cache_usage = sum.num_blocks > 0 ? used_blocks / sum.num_blocks : 0;
   s.num_active_requests = num_active_;
   s.metrics = metrics_;
   return s;
@@ -195,14 +264,21 @@ bool AsyncEngine::Shutdown(std::chrono::milliseconds timeout) {
     drained = idle_cv_.wait_for(l, timeout, [&] { return num_active_ == 0; });
     stop_ = true;
   }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  for (auto& r : replicas_) r->cv.notify_one();
+  for (auto& r : replicas_)
+    if (r->thread.joinable()) r->thread.join();
   return drained;
 }
 
-void AsyncEngine::Apply(Command& cmd) {
+void AsyncEngine::EndLocked(Replica& r, const std::string& id) {
+  routes_.erase(id);
+  --r.num_active;
+  if (--num_active_ == 0) idle_cv_.notify_all();
+}
+
+void AsyncEngine::Apply(Replica& r, Command& cmd) {
   if (cmd.kind == Command::kCancel) {
-    if (active_.count(cmd.id)) (void)engine_->Abort(cmd.id);
+    if (r.active.count(cmd.id)) (void)r.engine->Abort(cmd.id);
     return;
   }
   auto a = std::make_unique<Active>();
@@ -222,14 +298,14 @@ void AsyncEngine::Apply(Command& cmd) {
     p.min_tokens = 0;
     for (int i = 0; i < a->n; ++i) a->decoders.emplace_back(*tokenizer_, true);
   }
-  Status s = engine_->AddRequest(cmd.id, std::move(cmd.request));
+  Status s = r.engine->AddRequest(cmd.id, std::move(cmd.request));
   if (!s.ok()) {
     if (cmd.stream->Fail(s) && cmd.stream->notify_) cmd.stream->notify_();
     std::lock_guard<std::mutex> l(mu_);
-    if (--num_active_ == 0) idle_cv_.notify_all();
+    EndLocked(r, cmd.id);
     return;
   }
-  active_[cmd.id] = std::move(a);
+  r.active[cmd.id] = std::move(a);
 }
 
 void AsyncEngine::ApplyScript(Active& a, RequestOutput& out) {
@@ -253,27 +329,28 @@ void AsyncEngine::ApplyScript(Active& a, RequestOutput& out) {
   }
 }
 
-void AsyncEngine::Drop(const std::string& id, Status why) {
-  auto it = active_.find(id);
-  if (it == active_.end()) return;
-  (void)engine_->Abort(id);
+void AsyncEngine::Drop(Replica& r, const std::string& id, Status why) {
+  auto it = r.active.find(id);
+  if (it == r.active.end()) return;
+  (void)r.engine->Abort(id);
   if (it->second->stream->Fail(std::move(why)) && it->second->stream->notify_)
     it->second->stream->notify_();
-  active_.erase(it);
+  r.active.erase(it);
   std::lock_guard<std::mutex> l(mu_);
   ++metrics_.num_dropped_slow_consumers;
   ++metrics_.request_success["abort"];
-  if (--num_active_ == 0) idle_cv_.notify_all();
+  EndLocked(r, id);
 }
 
-void AsyncEngine::Dispatch(std::vector<RequestOutput>& outputs, Clock::time_point step_start) {
+void AsyncEngine::Dispatch(Replica& r, std::vector<RequestOutput>& outputs,
+                           Clock::time_point step_start) {
   const auto now = Clock::now();
   std::vector<std::string> overflowed;
   std::vector<std::shared_ptr<RequestStream>> to_notify;
   std::unique_lock<std::mutex> l(mu_);  // metrics; streams have their own locks
   for (RequestOutput& out : outputs) {
-    auto it = active_.find(out.request_id);
-    if (it == active_.end()) continue;  // dropped earlier
+    auto it = r.active.find(out.request_id);
+    if (it == r.active.end()) continue;  // dropped earlier
     Active& a = *it->second;
     if (a.script != nullptr) ApplyScript(a, out);
     if (!out.token_ids.empty()) {
@@ -300,8 +377,9 @@ void AsyncEngine::Dispatch(std::vector<RequestOutput>& outputs, Clock::time_poin
     }
     if (finished && ++a.finished >= a.n) {
       metrics_.e2e_request_latency.Observe(std::chrono::duration<double>(now - a.arrival).count());
-      active_.erase(it);
-      if (--num_active_ == 0) idle_cv_.notify_all();
+      const std::string id = it->first;
+      r.active.erase(it);
+      EndLocked(r, id);
     }
   }
   l.unlock();
@@ -310,23 +388,25 @@ void AsyncEngine::Dispatch(std::vector<RequestOutput>& outputs, Clock::time_poin
   for (const std::string& id : overflowed) {
     XI_LOG_WARN("request {}: client too slow ({} outputs unread); dropped", id,
                 options_.max_buffered_outputs);
-    Drop(id, ResourceExhausted("the client reads too slowly ({} outputs unread); request dropped",
-                               options_.max_buffered_outputs));
+    Drop(r, id,
+         ResourceExhausted("the client reads too slowly ({} outputs unread); request dropped",
+                           options_.max_buffered_outputs));
   }
 }
 
-void AsyncEngine::Loop() {
+void AsyncEngine::Loop(Replica& r) {
+  LLMEngine& engine = *r.engine;
   for (;;) {
     std::deque<Command> cmds;
     bool stop = false;
     {
       std::unique_lock<std::mutex> l(mu_);
-      const bool busy = engine_->HasUnfinishedRequests();
-      if (!busy) cv_.wait(l, [&] { return !commands_.empty() || stop_; });
-      cmds.swap(commands_);
+      const bool busy = engine.HasUnfinishedRequests();
+      if (!busy) r.cv.wait(l, [&] { return !r.commands.empty() || stop_; });
+      cmds.swap(r.commands);
       stop = stop_;
     }
-    // Taken adds leave pending_adds_ only together with the stats that count them as waiting,
+    // Taken adds leave pending_adds only together with the stats that count them as waiting,
     // so the queue cap never sees them in neither place.
     int taken = 0;
     for (const Command& c : cmds) taken += c.kind == Command::kAdd;
@@ -337,42 +417,44 @@ void AsyncEngine::Loop() {
             c.stream->Fail(Status(StatusCode::kUnavailable, "the server is shutting down")))
           if (c.stream->notify_) c.stream->notify_();
       std::vector<std::string> ids;
-      for (const auto& [id, a] : active_) ids.push_back(id);
-      for (const std::string& id : ids) (void)engine_->Abort(id);
-      while (engine_->HasUnfinishedRequests()) {
-        auto outs = engine_->Step();
+      for (const auto& [id, a] : r.active) ids.push_back(id);
+      for (const std::string& id : ids) (void)engine.Abort(id);
+      while (engine.HasUnfinishedRequests()) {
+        auto outs = engine.Step();
         if (!outs.ok()) break;
-        Dispatch(*outs, Clock::now());
+        Dispatch(r, *outs, Clock::now());
       }
       for (const std::string& id : ids) {
-        auto it = active_.find(id);
-        if (it != active_.end() &&
+        auto it = r.active.find(id);
+        if (it != r.active.end() &&
             it->second->stream->Fail(Status(StatusCode::kCancelled, "the server shut down")))
           if (it->second->stream->notify_) it->second->stream->notify_();
       }
-      active_.clear();
+      r.active.clear();
       std::lock_guard<std::mutex> l(mu_);
-      num_active_ = 0;
-      pending_adds_ = 0;
-      stats_ = engine_->stats();
+      std::erase_if(routes_, [&](const auto& route) { return route.second == &r; });
+      num_active_ -= r.num_active;
+      r.num_active = 0;
+      r.pending_adds = 0;
+      r.stats = engine.stats();
       idle_cv_.notify_all();
       return;
     }
-    for (Command& c : cmds) Apply(c);
-    if (engine_->HasUnfinishedRequests()) {
+    for (Command& c : cmds) Apply(r, c);
+    if (engine.HasUnfinishedRequests()) {
       const auto step_start = Clock::now();
-      auto outs = engine_->Step();
+      auto outs = engine.Step();
       if (!outs.ok()) {
         // The engine aborted that step's requests; they are reported by the next Step().
         XI_LOG_ERROR("engine step failed: {}", outs.status().ToString());
       } else {
-        Dispatch(*outs, step_start);
+        Dispatch(r, *outs, step_start);
       }
     }
-    EngineStats st = engine_->stats();
+    EngineStats st = engine.stats();
     std::lock_guard<std::mutex> l(mu_);
-    stats_ = st;
-    pending_adds_ -= taken;
+    r.stats = st;
+    r.pending_adds -= taken;
   }
 }
 

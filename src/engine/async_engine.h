@@ -1,13 +1,15 @@
-// AsyncEngine: the LLMEngine behind a thread-safe front, for the HTTP server.
+// AsyncEngine: the LLMEngine (one per data-parallel replica) behind a thread-safe front, for the
+// HTTP server.
 //
-// One engine thread owns the LLMEngine and runs the step loop; nothing else touches it. Other
-// threads talk to it through a command queue (Submit, Cancel) drained between steps, so a Cancel
-// frees the request's KV blocks before the next Step() runs. The engine thread never blocks on a
-// consumer: each request's outputs go to its own bounded RequestStream buffer, and a consumer
-// that lets that buffer fill up is dropped (its request aborted, the stream failed with
-// ResourceExhausted).
+// Each replica has an engine thread that owns its LLMEngine and runs the step loop; nothing else
+// touches it. Other threads talk to it through a command queue (Submit, Cancel) drained between
+// steps, so a Cancel frees the request's KV blocks before the next Step() runs. Submit sends a
+// request to the replica with the fewest unfinished requests (ties: the next in turn), where it
+// stays until it finishes. The engine threads never block on a consumer: each request's outputs
+// go to its own bounded RequestStream buffer, and a consumer that lets that buffer fill up is
+// dropped (its request aborted, the stream failed with ResourceExhausted).
 //
-// Ownership: AsyncEngine owns the LLMEngine. RequestStreams are shared between the engine thread
+// Ownership: AsyncEngine owns the LLMEngines. RequestStreams are shared between an engine thread
 // and the consumer (shared_ptr); a stream stays valid after its request finished or the engine
 // shut down.
 // Thread-safety: every public method of AsyncEngine and RequestStream is thread-safe.
@@ -70,9 +72,10 @@ struct ServingMetrics {
 };
 
 struct AsyncEngineStats {
-  EngineStats engine;             // as of the end of the last engine step
-  int num_submitted_pending = 0;  // submitted, not yet handed to the engine
-  int num_active_requests = 0;    // submitted and not finished
+  EngineStats engine;                 // the replicas' sums (kv_cache_usage: over all their blocks)
+  std::vector<EngineStats> replicas;  // each as of the end of its last engine step
+  int num_submitted_pending = 0;      // submitted, not yet handed to the engine
+  int num_active_requests = 0;        // submitted and not finished
   ServingMetrics metrics;
 };
 
@@ -110,7 +113,11 @@ class RequestStream {
 
 class AsyncEngine {
  public:
-  // Loads the script (if any) and starts the engine thread.
+  // Loads the script (if any) and starts one engine thread per replica. `replicas`: the
+  // engines of data-parallel ranks 0, 1, ... of one configuration (LLMEngine::Create's
+  // data_parallel_rank), or one engine.
+  static StatusOr<std::unique_ptr<AsyncEngine>> Create(
+      std::vector<std::unique_ptr<LLMEngine>> replicas, const AsyncEngineOptions& options);
   static StatusOr<std::unique_ptr<AsyncEngine>> Create(std::unique_ptr<LLMEngine> engine,
                                                        const AsyncEngineOptions& options);
   ~AsyncEngine();  // Shutdown(0) if not done yet
@@ -135,11 +142,13 @@ class AsyncEngine {
   bool Shutdown(std::chrono::milliseconds timeout);
   bool accepting() const;
 
-  // Immutable after Create; safe from any thread.
+  // Immutable after Create; safe from any thread (replica 0's, which all replicas share but for
+  // their own KV caches).
   const EngineConfig& config() const { return config_; }
   const ModelConfig& model_config() const { return model_config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const SamplingParams& default_sampling_params() const { return default_params_; }
+  int num_replicas() const { return static_cast<int>(replicas_.size()); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -147,7 +156,8 @@ class AsyncEngine {
     std::string trigger;
     std::vector<int32_t> ids;
   };
-  struct Active;  // engine-thread state of one request
+  struct Active;   // engine-thread state of one request
+  struct Replica;  // one LLMEngine, its thread and its queue
   struct Command {
     enum Kind { kAdd, kCancel } kind;
     std::string id;
@@ -157,15 +167,17 @@ class AsyncEngine {
     const Script* script = nullptr;
   };
 
-  AsyncEngine(std::unique_ptr<LLMEngine> engine, const AsyncEngineOptions& options);
-  void Loop();
-  void Apply(Command& cmd);
-  void Dispatch(std::vector<RequestOutput>& outputs, Clock::time_point step_start);
+  AsyncEngine(std::vector<std::unique_ptr<Replica>> replicas, const AsyncEngineOptions& options);
+  void Loop(Replica& r);
+  void Apply(Replica& r, Command& cmd);
+  void Dispatch(Replica& r, std::vector<RequestOutput>& outputs, Clock::time_point step_start);
   void ApplyScript(Active& a, RequestOutput& out);
-  void Drop(const std::string& id, Status why);
+  void Drop(Replica& r, const std::string& id, Status why);
+  // A request routed to `r` has ended (finished, failed or dropped). Caller holds mu_.
+  void EndLocked(Replica& r, const std::string& id);
   const Script* MatchScript(const std::vector<int32_t>& prompt) const;
 
-  std::unique_ptr<LLMEngine> engine_;  // engine thread only (immutable accessors excepted)
+  std::vector<std::unique_ptr<Replica>> replicas_;
   const Tokenizer* tokenizer_;
   EngineConfig config_;
   ModelConfig model_config_;
@@ -173,22 +185,16 @@ class AsyncEngine {
   AsyncEngineOptions options_;
   std::vector<Script> scripts_;
 
-  // Engine thread only.
-  std::unordered_map<std::string, std::unique_ptr<Active>> active_;
-
-  mutable std::mutex mu_;            // guards everything below
-  std::condition_variable cv_;       // wakes the engine thread
+  mutable std::mutex mu_;            // guards everything below and the replicas' queues
   std::condition_variable idle_cv_;  // signalled when active requests reach 0
-  std::deque<Command> commands_;
-  int pending_adds_ = 0;
+  std::unordered_map<std::string, Replica*> routes_;  // active request id → its replica
+  size_t next_replica_ = 0;                           // where ties go next
   int num_active_ = 0;
   bool accepting_ = true;
   bool stop_ = false;
-  EngineStats stats_;
   ServingMetrics metrics_;
 
   std::mutex shutdown_mu_;  // serializes Shutdown()
-  std::thread thread_;
 };
 
 }  // namespace xinfer

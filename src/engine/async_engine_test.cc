@@ -1,13 +1,18 @@
 // AsyncEngine on the TinyStories model: streaming, cancellation, the queue cap, slow consumers,
-// shutdown, and many threads at once (run under ThreadSanitizer in CI).
+// shutdown, many threads at once, and two data-parallel replicas behind one front (run under
+// ThreadSanitizer in CI).
 #include "engine/async_engine.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+
+#include "base/cpu_topology.h"
 
 namespace xinfer {
 namespace {
@@ -263,6 +268,155 @@ TEST(AsyncEngineTest, ScriptedOutputReplacesTokens) {
   EXPECT_EQ(text, "The cat sat.");
   EXPECT_EQ(c.outputs.back().finish_reason, "stop");
   std::remove(file.c_str());
+}
+
+// --data-parallel-size: `dp` replicas of the engine, ranks 0..dp-1 of one configuration.
+std::vector<std::unique_ptr<LLMEngine>> MakeReplicas(int dp, const std::string& bind) {
+  EngineConfig c;
+  c.model = StoriesDir();
+  c.max_model_len = 256;
+  c.max_num_seqs = 8;
+  c.num_gpu_blocks_override = 64;  // per replica
+  c.threads = dp;
+  c.data_parallel_size = dp;
+  c.cpu_threads_bind = bind;
+  std::vector<std::unique_ptr<LLMEngine>> engines;
+  for (int rank = 0; rank < dp; ++rank) {
+    auto engine = LLMEngine::Create(c, rank);
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    if (!engine.ok()) return {};
+    engines.push_back(std::move(*engine));
+  }
+  return engines;
+}
+
+// Six greedy requests with different prompts, submitted at once: each one's tokens.
+std::map<std::string, std::vector<int32_t>> RunSix(AsyncEngine& ae) {
+  std::vector<std::unique_ptr<Waiter>> waiters;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int k = 0; k < 6; ++k) {
+    EngineRequest r = Request(20 + 3 * k);
+    r.prompt_ids = {1, 400 + 13 * k, 500 + 7 * k, 600};
+    waiters.push_back(std::make_unique<Waiter>());
+    const std::string id = fmt::format("r{}", k);  // (GCC 12's -Wrestrict misfires on "r" + ...)
+    auto s = ae.Submit(id, std::move(r), waiters.back()->Notifier());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return {};
+    streams.push_back(*s);
+  }
+  std::map<std::string, std::vector<int32_t>> tokens;
+  for (size_t k = 0; k < streams.size(); ++k) {
+    Collected c = Collect(*streams[k], *waiters[k]);
+    EXPECT_TRUE(c.done && c.error.ok()) << c.error.ToString();
+    for (const RequestOutput& o : c.outputs)
+      tokens[o.request_id].insert(tokens[o.request_id].end(), o.token_ids.begin(),
+                                  o.token_ids.end());
+  }
+  return tokens;
+}
+
+// Waits until every replica's last step reported `finished` requests in all.
+AsyncEngineStats StatsAfter(AsyncEngine& ae, int64_t finished) {
+  for (int i = 0; i < 1000 && ae.Stats().engine.num_requests_finished < finished; ++i)
+    std::this_thread::sleep_for(2ms);
+  return ae.Stats();
+}
+
+TEST(AsyncEngineTest, DataParallelReplicasShareRequestsAndGiveOneEnginesTokens) {
+  REQUIRE_STORIES();
+  auto one = MakeEngine();
+  ASSERT_NE(one, nullptr);
+  const auto expected = RunSix(*one);
+  ASSERT_EQ(expected.size(), 6u);
+  std::vector<std::string> binds = {"nobind"};
+  if (AllowedCpus().size() >= 2) binds.push_back("auto");  // a CPU per replica
+  for (const std::string& bind : binds) {
+    SCOPED_TRACE(bind);
+    auto ae = AsyncEngine::Create(MakeReplicas(2, bind), {});
+    ASSERT_TRUE(ae.ok()) << ae.status().ToString();
+    EXPECT_EQ((*ae)->num_replicas(), 2);
+    EXPECT_EQ(RunSix(**ae), expected);
+    const AsyncEngineStats st = StatsAfter(**ae, 6);
+    ASSERT_EQ(st.replicas.size(), 2u);
+    // Both replicas served some; the front adds their figures up.
+    EXPECT_GE(st.replicas[0].num_requests_finished, 1);
+    EXPECT_GE(st.replicas[1].num_requests_finished, 1);
+    EXPECT_EQ(st.engine.num_requests_finished, 6);
+    EXPECT_EQ(st.engine.num_blocks, 128);
+    EXPECT_EQ(st.engine.generation_tokens,
+              st.replicas[0].generation_tokens + st.replicas[1].generation_tokens);
+    EXPECT_EQ(st.engine.generation_tokens, 20 + 23 + 26 + 29 + 32 + 35);
+    EXPECT_EQ(st.num_active_requests, 0);
+    EXPECT_EQ(st.metrics.request_success.at("length"), 6);
+  }
+}
+
+TEST(AsyncEngineTest, DataParallelCancelAndShutdownReachTheReplicaThatHoldsTheRequest) {
+  REQUIRE_STORIES();
+  auto ae = AsyncEngine::Create(MakeReplicas(2, "nobind"), {});
+  ASSERT_TRUE(ae.ok()) << ae.status().ToString();
+  // The first request goes to replica 0, the second to replica 1 (fewest unfinished).
+  Waiter wa, wb;
+  auto a = (*ae)->Submit("a", Request(250), wa.Notifier());
+  auto b = (*ae)->Submit("b", Request(250), wb.Notifier());
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Replicas do not share ids, so the front refuses a duplicate itself.
+  auto dup = (*ae)->Submit("a", Request(1), [] {});
+  EXPECT_EQ(dup.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(dup.status().message().find("request id 'a' is already in use"), std::string::npos);
+  for (auto [stream, waiter] : {std::pair{*a, &wa}, std::pair{*b, &wb}}) {
+    ASSERT_TRUE(waiter->Wait());
+    (*ae)->Cancel(stream->id());
+    Collected c = Collect(*stream, *waiter);
+    ASSERT_TRUE(c.done);
+    EXPECT_EQ(c.outputs.back().finish_reason, "abort") << stream->id();
+  }
+  AsyncEngineStats st = (*ae)->Stats();
+  for (int i = 0; i < 500 && st.engine.kv_cache_usage > 0; ++i) {
+    std::this_thread::sleep_for(2ms);
+    st = (*ae)->Stats();
+  }
+  EXPECT_EQ(st.engine.kv_cache_usage, 0);
+  EXPECT_EQ(st.metrics.request_success.at("abort"), 2);
+  // The id is free again once its request ended.
+  Waiter wa2, wc;
+  auto a2 = (*ae)->Submit("a", Request(250), wa2.Notifier());
+  auto c = (*ae)->Submit("c", Request(250), wc.Notifier());
+  ASSERT_TRUE(a2.ok() && c.ok());
+  // Shutdown with a request in flight on each replica: both end, nothing stays active.
+  EXPECT_FALSE((*ae)->Shutdown(0ms));
+  EXPECT_TRUE(Collect(**a2, wa2).done);
+  EXPECT_TRUE(Collect(**c, wc).done);
+  EXPECT_EQ((*ae)->Stats().num_active_requests, 0);
+  EXPECT_EQ((*ae)->Submit("d", Request(1), [] {}).status().code(), StatusCode::kUnavailable);
+}
+
+TEST(AsyncEngineTest, DataParallelEnginesMustBeTheReplicasInOrder) {
+  REQUIRE_STORIES();
+  auto engines = MakeReplicas(2, "nobind");
+  ASSERT_EQ(engines.size(), 2u);
+  std::swap(engines[0], engines[1]);
+  auto swapped = AsyncEngine::Create(std::move(engines), {});
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_EQ(swapped.status().message(), "engine 0 is not data-parallel replica 0");
+  engines = MakeReplicas(2, "nobind");
+  engines.pop_back();
+  auto short_list = AsyncEngine::Create(std::move(engines), {});
+  ASSERT_FALSE(short_list.ok());
+  EXPECT_EQ(short_list.status().message(), "data_parallel_size 2 needs 2 engines, got 1");
+  EngineConfig c;
+  c.model = StoriesDir();
+  c.data_parallel_size = 2;
+  c.threads = 2;
+  auto past = LLMEngine::Create(c, 2);
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().message(), "data_parallel_rank must be in [0, 2), got 2");
+  c.threads = 1;
+  auto thin = LLMEngine::Create(c, 0);
+  ASSERT_FALSE(thin.ok());
+  EXPECT_EQ(thin.status().message(),
+            "tensor_parallel_size 1 x data_parallel_size 2 needs at least one thread per rank, "
+            "got threads 1");
 }
 
 }  // namespace

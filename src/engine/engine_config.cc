@@ -65,19 +65,19 @@ Status EngineConfig::Validate() const {
   if (tensor_parallel_size < 1)
     return InvalidArgument("tensor_parallel_size must be >= 1, got {}", tensor_parallel_size);
   XI_RETURN_IF_ERROR(ValidateThreadsBind(cpu_threads_bind));
-  if (threads > 0 && tensor_parallel_size > threads)
-    return InvalidArgument(
-        "tensor_parallel_size {} needs at least one thread per rank, got threads {}",
-        tensor_parallel_size, threads);
-  for (auto [name, size] : {std::pair{"pipeline_parallel_size", pipeline_parallel_size},
-                            std::pair{"data_parallel_size", data_parallel_size}}) {
-    if (size < 1) return InvalidArgument("{} must be >= 1, got {}", name, size);
-    if (size > 1)
-      return Unimplemented(
-          "{} {}: this build runs one process, which uses every core given to it (--threads); "
-          "parallelism across processes or devices is not implemented yet",
-          name, size);
-  }
+  if (pipeline_parallel_size < 1)
+    return InvalidArgument("pipeline_parallel_size must be >= 1, got {}", pipeline_parallel_size);
+  if (pipeline_parallel_size > 1)
+    return Unimplemented(
+        "pipeline_parallel_size {}: pipeline parallelism is not implemented yet; on one machine "
+        "use --tensor-parallel-size (one model split over the cores) or --data-parallel-size "
+        "(one model per group of cores)",
+        pipeline_parallel_size);
+  if (data_parallel_size < 1)
+    return InvalidArgument("data_parallel_size must be >= 1, got {}", data_parallel_size);
+  if (threads > 0 && tensor_parallel_size * data_parallel_size > threads)
+    return InvalidArgument("{} needs at least one thread per rank, got threads {}", RanksName(),
+                           threads);
   if (device != "auto" && device != "cpu")
     return Unimplemented("device '{}' is not available: this build has the cpu backend (auto, cpu)",
                          device);
@@ -97,6 +97,12 @@ Status EngineConfig::ResolveModelLimits(int max_position_embeddings) {
     max_num_batched_tokens = enable_chunked_prefill ? std::max(2048, max_num_seqs)
                                                     : std::max(max_model_len, max_num_seqs);
   return Status::Ok();
+}
+
+std::string EngineConfig::RanksName() const {
+  return data_parallel_size > 1 ? fmt::format("tensor_parallel_size {} x data_parallel_size {}",
+                                              tensor_parallel_size, data_parallel_size)
+                                : fmt::format("tensor_parallel_size {}", tensor_parallel_size);
 }
 
 std::string EngineConfig::ToString() const {

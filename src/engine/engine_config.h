@@ -71,11 +71,17 @@ struct EngineConfig {
   // binding it would also bind whatever else that thread does). `--cpu-threads-bind`, by default
   // that environment variable.
   std::string cpu_threads_bind = "auto";
-  // vLLM's other parallelism and device flags, so that a vLLM command line runs unchanged: 1 (one
-  // process) and "auto"/"cpu" are what this build has; anything else is refused by Validate()
-  // with a clear message rather than silently run on one process.
-  int pipeline_parallel_size = 1;
+  // vLLM's --data-parallel-size: this many replicas of the whole engine (model, KV cache,
+  // scheduler), each with 1/size of the threads, CPUs (placement as above, over size x
+  // tensor_parallel_size ranks) and memory budget, and each stepped by a thread of its own; the
+  // server sends each request to the replica with the fewest unfinished ones (AsyncEngine).
+  // max_num_seqs, num_gpu_blocks_override and kv_cache_memory are per replica, as vLLM takes
+  // them per engine. Only `xinfer serve` runs more than one.
   int data_parallel_size = 1;
+  // vLLM's --pipeline-parallel-size and --device, so that a vLLM command line runs unchanged: 1
+  // and "auto"/"cpu" are what this build has; anything else is refused by Validate() with a
+  // clear message rather than silently run another way.
+  int pipeline_parallel_size = 1;
   std::string device = "auto";
   // vLLM's --seed: seeds the source of the per-request seeds of requests that give none, so a
   // server restarted with the same seed samples the same tokens for the same requests in the same
@@ -92,6 +98,9 @@ struct EngineConfig {
   // refuses a max_model_len over the model's. Shared by LLMEngine::Create and `xinfer plan`.
   Status ResolveModelLimits(int max_position_embeddings);
   std::string ToString() const;
+  // "tensor_parallel_size T" or "tensor_parallel_size T x data_parallel_size D", for messages
+  // about the ranks.
+  std::string RanksName() const;
 };
 
 // The --dtype values EngineConfig accepts (shared with `xinfer doctor --dtype`).

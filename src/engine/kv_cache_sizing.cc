@@ -17,7 +17,9 @@ StatusOr<KvCacheSizing> SizeKvCache(const EngineConfig& c, int64_t weight_bytes,
   XI_CHECK(c.max_model_len > 0 && kv_bytes_per_token > 0 && c.block_size > 0);
   KvCacheSizing s;
   s.block_bytes = kv_bytes_per_token * c.block_size;
-  s.budget_bytes = c.cpu_memory_budget > 0 ? c.cpu_memory_budget : physical_memory;
+  // Data-parallel replicas share the machine's memory equally, each holding its own weights.
+  s.budget_bytes =
+      (c.cpu_memory_budget > 0 ? c.cpu_memory_budget : physical_memory) / c.data_parallel_size;
   int64_t blocks = 0;
   if (c.num_gpu_blocks_override > 0) {
     blocks = c.num_gpu_blocks_override;
@@ -40,9 +42,10 @@ StatusOr<KvCacheSizing> SizeKvCache(const EngineConfig& c, int64_t weight_bytes,
     }
     if (blocks < 1)
       return ResourceExhausted(
-          "no memory left for the KV cache (budget {} bytes x gpu_memory_utilization {}, weights "
+          "no memory left for the KV cache (budget {} bytes{} x gpu_memory_utilization {}, weights "
           "{} bytes, {} bytes per block)",
-          s.budget_bytes, c.gpu_memory_utilization, weight_bytes, s.block_bytes);
+          s.budget_bytes, c.data_parallel_size > 1 ? " per data-parallel replica" : "",
+          c.gpu_memory_utilization, weight_bytes, s.block_bytes);
     if (blocks * c.block_size < c.max_model_len)
       return ResourceExhausted(
           "max_model_len {} is larger than the {} tokens the KV cache holds ({} blocks of {}); "

@@ -47,6 +47,31 @@ TEST(KvCacheSizingTest, BudgetTimesUtilizationMinusWeights) {
   EXPECT_EQ(kv->num_blocks, 20 * 64);
 }
 
+TEST(KvCacheSizingTest, DataParallelReplicasShareTheBudget) {
+  EngineConfig c = Config();
+  c.max_num_seqs = 64;
+  c.data_parallel_size = 2;
+  // Each replica: 50 MiB x 0.5 - its own 10 MiB of weights = 15 MiB: 960 blocks of 16 KiB.
+  auto kv = SizeKvCache(c, 10 * kMiB, 1024, 1 << 30);
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_EQ(kv->budget_bytes, 50 * kMiB);
+  EXPECT_EQ(kv->num_blocks, 960);
+  // The machine's memory likewise; 4 replicas of 25 MiB x 0.5 leave nothing after 13 MiB of
+  // weights each.
+  c.cpu_memory_budget = 0;
+  c.data_parallel_size = 4;
+  kv = SizeKvCache(c, 13 * kMiB, 1024, 100 * kMiB);
+  EXPECT_EQ(kv.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(kv.status().message().find("budget 26214400 bytes per data-parallel replica"),
+            std::string::npos)
+      << kv.status().message();
+  // A fixed cache size is per replica, as vLLM takes it per engine.
+  c.kv_cache_memory = 8 * kMiB;
+  kv = SizeKvCache(c, 13 * kMiB, 1024, 100 * kMiB);
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_EQ(kv->num_blocks, 512);
+}
+
 TEST(KvCacheSizingTest, OverrideAndKvCacheMemoryWinInThatOrder) {
   EngineConfig c = Config();
   c.kv_cache_memory = 8 * kMiB;

@@ -48,47 +48,80 @@ Status CheckQuantization(const EngineConfig& c, const ModelConfig& mc) {
 
 LLMEngine::~LLMEngine() = default;
 
-StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& config) {
+StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& config,
+                                                       int data_parallel_rank) {
   XI_RETURN_IF_ERROR(config.Validate());
+  if (data_parallel_rank < 0 || data_parallel_rank >= config.data_parallel_size)
+    return InvalidArgument("data_parallel_rank must be in [0, {}), got {}",
+                           config.data_parallel_size, data_parallel_rank);
   auto engine = std::unique_ptr<LLMEngine>(new LLMEngine());
   EngineConfig& c = engine->config_;
   c = config;
+  engine->data_parallel_rank_ = data_parallel_rank;
+  const int tp = c.tensor_parallel_size;
+  const int dp = c.data_parallel_size;
+  // Every rank of every replica gets its place; this replica's ranks are tp of them.
+  XI_ASSIGN_OR_RETURN(
+      std::vector<RankPlacement> placement,
+      PlanRankPlacement(c.cpu_threads_bind, tp * dp, AllowedCpus(), NumaNodeCpus()));
+  placement.erase(placement.begin(), placement.begin() + data_parallel_rank * tp);
+  placement.resize(tp);
+  // Threads per rank: an equal share of --threads, else one per CPU of the rank's place; never
+  // more than a bound rank has CPUs (two threads on one CPU would each wait for the other).
+  auto rank_threads = [&](const RankPlacement& place) {
+    const int share = c.threads > 0        ? c.threads / (tp * dp)
+                      : place.cpus.empty() ? AvailableCpuCount() / (tp * dp)
+                                           : static_cast<int>(place.cpus.size());
+    return place.cpus.empty() ? share : std::min(share, static_cast<int>(place.cpus.size()));
+  };
+  const bool bound = dp > 1 || tp > 1 || c.cpu_threads_bind != "auto";
+  if (bound && c.threads / (tp * dp) > rank_threads(placement[0]) && !placement[0].cpus.empty())
+    XI_LOG_WARN(
+        "--threads {} gives each of the {} ranks {} threads, more than the {} CPUs it is bound to "
+        "({}); each rank runs one thread per CPU",
+        c.threads, tp * dp, c.threads / (tp * dp), placement[0].cpus.size(),
+        FormatCpuList(placement[0].cpus));
+  if (rank_threads(placement[0]) < 1)
+    return InvalidArgument(
+        "{} needs at least one thread per rank, but this process may use {} CPUs", c.RanksName(),
+        AvailableCpuCount());
   CpuBackendOptions backend_options{
       .num_threads = c.threads,
       .bf16_activations = c.bf16_activations(),
       .int8_activations = c.Int8ActivationsFor(IsGgufModelPath(c.model)),
       .mmap_weights = c.mmap_weights};
-  XI_ASSIGN_OR_RETURN(
-      const std::vector<RankPlacement> placement,
-      PlanRankPlacement(c.cpu_threads_bind, c.tensor_parallel_size, AllowedCpus(), NumaNodeCpus()));
-  if (c.tensor_parallel_size == 1 && c.cpu_threads_bind != "auto")
+  if (dp > 1) {
+    // A replica: its own share of the threads, and with one rank its own cores and node.
+    int threads = 0;
+    for (const RankPlacement& place : placement) threads += rank_threads(place);
+    backend_options.num_threads = threads;
+    if (tp == 1) {
+      backend_options.cpus = placement[0].cpus;
+      backend_options.numa_node = placement[0].numa_node;
+      engine->bind_stepping_thread_ = !placement[0].cpus.empty();
+    }
+  } else if (tp == 1 && c.cpu_threads_bind != "auto") {
     backend_options.cpus = placement[0].cpus;  // one rank: only an explicit list binds
+    if (c.threads > 0) backend_options.num_threads = rank_threads(placement[0]);
+  }
   engine->backend_ = CreateCpuBackend(backend_options);
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
                                                                    : Tokenizer::FromDir(c.model));
   const ModelLoadOptions load_options{.bf16_weights = c.bf16_activations()};
-  if (c.tensor_parallel_size == 1) {
+  if (tp == 1) {
     XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_, load_options));
   } else {
     // Each rank on its own cores (and NUMA node); engine->backend_ samples between steps.
     std::vector<Backend*> ranks;
-    for (int r = 0; r < c.tensor_parallel_size; ++r) {
+    for (const RankPlacement& place : placement) {
       CpuBackendOptions rank_options = backend_options;
-      rank_options.cpus = placement[r].cpus;
-      rank_options.numa_node = placement[r].numa_node;
-      rank_options.num_threads = c.threads > 0 ? c.threads / c.tensor_parallel_size
-                                 : placement[r].cpus.empty()
-                                     ? AvailableCpuCount() / c.tensor_parallel_size
-                                     : static_cast<int>(placement[r].cpus.size());
-      if (rank_options.num_threads < 1)
-        return InvalidArgument(
-            "tensor_parallel_size {} needs at least one thread per rank, but this process may use "
-            "{} CPUs",
-            c.tensor_parallel_size, AvailableCpuCount());
+      rank_options.cpus = place.cpus;
+      rank_options.numa_node = place.numa_node;
+      rank_options.num_threads = rank_threads(place);
       engine->rank_backends_.push_back(CreateCpuBackend(rank_options));
       ranks.push_back(engine->rank_backends_.back().get());
     }
-    engine->communicator_ = CreateHostCommunicator(c.tensor_parallel_size);
+    engine->communicator_ = CreateHostCommunicator(tp);
     XI_ASSIGN_OR_RETURN(engine->model_,
                         LoadCausalLM(c.model, ranks, *engine->communicator_, load_options));
   }
@@ -125,14 +158,21 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   if (gen.temperature) d.temperature = *gen.temperature;
   if (gen.top_p) d.top_p = *gen.top_p;
   if (gen.top_k) d.top_k = *gen.top_k;
-  engine->seed_source_.seed(c.seed.value_or(std::random_device{}()));
+  // Replicas draw different per-request seeds from one --seed (else two replicas would sample
+  // alike for alike requests).
+  engine->seed_source_.seed(c.seed ? *c.seed + 0x9E3779B97F4A7C15ull * data_parallel_rank
+                                   : std::random_device{}());
 
   const double kv_gib = static_cast<double>(num_blocks) * c.block_size *
                         engine->model_->kv_bytes_per_token(c.KvCacheDType()) / (1 << 30);
   XI_LOG_INFO("engine config: {}", c.ToString());
   XI_LOG_INFO("model {} ({}): {} parameters, {:.1f} MiB of weights", c.model, mc.architecture,
               engine->model_->num_parameters(), engine->model_->weight_bytes() / 1048576.0);
-  XI_LOG_INFO("backend {}", engine->backend_->description());
+  if (dp > 1)
+    XI_LOG_INFO("data parallel replica {} of {}: backend {}", data_parallel_rank, dp,
+                engine->backend_->description());
+  else
+    XI_LOG_INFO("backend {}", engine->backend_->description());
   for (size_t r = 0; r < engine->rank_backends_.size(); ++r)
     XI_LOG_INFO("tensor parallel rank {}: {}", r, engine->rank_backends_[r]->description());
   XI_LOG_INFO("KV cache: {} blocks of {} tokens ({} tokens, {:.3f} GiB, {})", num_blocks,

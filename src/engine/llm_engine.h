@@ -70,7 +70,10 @@ struct EngineStats {
 
 class LLMEngine {
  public:
-  static StatusOr<std::unique_ptr<LLMEngine>> Create(const EngineConfig& config);
+  // The engine of data-parallel replica `data_parallel_rank` (0 <= rank < data_parallel_size):
+  // its share of the threads, CPUs and memory (EngineConfig::data_parallel_size).
+  static StatusOr<std::unique_ptr<LLMEngine>> Create(const EngineConfig& config,
+                                                     int data_parallel_rank = 0);
   ~LLMEngine();
 
   // Queues a request under `id` (unique among unfinished requests). Errors (nothing queued):
@@ -85,6 +88,13 @@ class LLMEngine {
   bool HasUnfinishedRequests() const;
 
   EngineStats stats() const;
+  // Binds the calling thread to this replica's first CPU when its placement binds it (a
+  // data-parallel replica of one rank, whose caller runs the ops as its pool's thread 0); a no-op
+  // otherwise. Call it from the thread that will call Step().
+  void BindSteppingThread() {
+    if (bind_stepping_thread_) backend_->BindCallerThread();
+  }
+  int data_parallel_rank() const { return data_parallel_rank_; }
   const EngineConfig& config() const { return config_; }  // resolved (defaults filled in)
   const ModelConfig& model_config() const { return model_->config(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -98,6 +108,8 @@ class LLMEngine {
   void FinishChoice(Choice& c, RequestOutput& out, const std::string& reason);
 
   EngineConfig config_;
+  int data_parallel_rank_ = 0;
+  bool bind_stepping_thread_ = false;
   std::unique_ptr<Backend> backend_;
   // --tensor-parallel-size > 1: one backend per rank and the communicator the ranks add their
   // partial sums through; declared before model_, which uses them until it is destroyed.

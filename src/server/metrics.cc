@@ -57,12 +57,13 @@ std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model
   const EngineStats& e = s.engine;
   std::string out;
   // vLLM's info gauge: the cache settings as labels (Python's str() of each, as vLLM writes them:
-  // the --kv-cache-dtype as given, True/False, None for an unset override), value 1.
+  // the --kv-cache-dtype as given, True/False, None for an unset override), value 1; the blocks
+  // of one engine (a data-parallel replica), as vLLM gives its engine's.
   const std::string cache_labels = fmt::format(
       "block_size=\"{}\",cache_dtype=\"{}\",enable_prefix_caching=\"{}\","
       "gpu_memory_utilization=\"{}\",num_gpu_blocks=\"{}\",num_gpu_blocks_override=\"{}\"",
       cache.block_size, cache.kv_cache_dtype, cache.enable_prefix_caching ? "True" : "False",
-      cache.gpu_memory_utilization, e.num_blocks,
+      cache.gpu_memory_utilization, s.replicas.empty() ? e.num_blocks : s.replicas[0].num_blocks,
       cache.num_gpu_blocks_override > 0 ? std::to_string(cache.num_gpu_blocks_override) : "None");
   Gauge(out, "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", cache_labels, 1);
   Gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", l,

@@ -490,27 +490,51 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
     }
   }
 
-  test('--tensor-parallel-size 2: the greedy texts of one rank, concurrent and streamed', async () => {
-    async function greedyTexts(args) {
-      const srv = await startServer(STORIES, args, { name: 'stories' });
-      try {
-        const client = srv.client();
-        const req = { model: 'stories', max_tokens: 24, temperature: 0, ignore_eos: true };
-        const prompts = ['Once upon a time', 'The dog', 'Lily and Ben went to the park'];
-        const full = await Promise.all(
-          prompts.map((prompt) => client.completions.create({ ...req, prompt })));
-        const chunks = await collect(
-          await client.completions.create({ ...req, prompt: prompts[0], stream: true }));
-        return [...full.map((r) => r.choices[0].text),
-          chunks.flatMap((c) => c.choices.map((ch) => ch.text)).join('')];
-      } finally {
-        assert.equal((await srv.stop()).code, 0);
-      }
+  // Greedy texts of three concurrent completions and a streamed one, and the server's metrics
+  // after them.
+  async function greedyTexts(args) {
+    const srv = await startServer(STORIES, args, { name: 'stories' });
+    try {
+      const client = srv.client();
+      const req = { model: 'stories', max_tokens: 24, temperature: 0, ignore_eos: true };
+      const prompts = ['Once upon a time', 'The dog', 'Lily and Ben went to the park'];
+      const full = await Promise.all(
+        prompts.map((prompt) => client.completions.create({ ...req, prompt })));
+      const chunks = await collect(
+        await client.completions.create({ ...req, prompt: prompts[0], stream: true }));
+      const texts = [...full.map((r) => r.choices[0].text),
+        chunks.flatMap((c) => c.choices.map((ch) => ch.text)).join('')];
+      return { texts, metrics: await metrics(srv.baseURL) };
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
     }
-    const split = await greedyTexts(['--tensor-parallel-size', '2', '--threads', '2']);
+  }
+
+  test('--tensor-parallel-size 2: the greedy texts of one rank, concurrent and streamed', async () => {
+    const split = (await greedyTexts(['--tensor-parallel-size', '2', '--threads', '2'])).texts;
     assert.equal(split[3], split[0]);
-    assert.deepEqual(split, await greedyTexts(['--threads', '2']));
+    assert.deepEqual(split, (await greedyTexts(['--threads', '2'])).texts);
   });
+
+  test('--data-parallel-size 2: the greedy texts of one engine; metrics add the replicas up',
+    async () => {
+      const one = await greedyTexts(['--threads', '2', '--num-gpu-blocks-override', '64']);
+      const two = await greedyTexts(
+        ['-dp', '2', '--threads', '2', '--num-gpu-blocks-override', '64']);
+      assert.deepEqual(two.texts, one.texts);
+      assert.equal(two.texts[3], two.texts[0]);
+      // Each replica has its own cache of 64 blocks; the counters are the sums of both.
+      assert.equal(metric(one.metrics, 'xinfer:num_kv_blocks'), 64);
+      assert.equal(metric(two.metrics, 'xinfer:num_kv_blocks'), 128);
+      assert.ok(metric(two.metrics, 'vllm:cache_config_info', 'num_gpu_blocks="64"') === 1);
+      for (const m of [one.metrics, two.metrics]) {
+        assert.equal(metric(m, 'vllm:generation_tokens_total'), 4 * 24);
+        assert.equal(metric(m, 'vllm:request_success_total', 'finished_reason="length"'), 4);
+        assert.equal(metric(m, 'vllm:num_requests_running'), 0);
+      }
+      assert.equal(metric(two.metrics, 'vllm:prompt_tokens_total'),
+        metric(one.metrics, 'vllm:prompt_tokens_total'));
+    });
 
   test('--seed: the same unseeded samples after a restart, other samples with another seed',
     async () => {

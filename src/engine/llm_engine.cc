@@ -64,6 +64,17 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_ASSIGN_OR_RETURN(
       std::vector<RankPlacement> placement,
       PlanRankPlacement(c.cpu_threads_bind, tp * dp, AllowedCpus(), NumaNodeCpus()));
+  if (dp > 1 && data_parallel_rank == 0) {
+    std::set<int> nodes;
+    for (int d = 0; d < dp; ++d) nodes.insert(placement[d * tp].numa_node);
+    if (static_cast<int>(nodes.size()) < dp || nodes.count(-1))
+      XI_LOG_WARN(
+          "the {} data-parallel replicas do not each have a NUMA node of their own: they share "
+          "its memory bandwidth, and every replica reads its own copy of the weights each step "
+          "(measured on one node: 0.65-0.73x the tokens/s of one engine on the same cores; see "
+          "docs/performance.md)",
+          dp);
+  }
   placement.erase(placement.begin(), placement.begin() + data_parallel_rank * tp);
   placement.resize(tp);
   // Threads per rank: an equal share of --threads, else one per CPU of the rank's place; never

@@ -504,7 +504,7 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
         await client.completions.create({ ...req, prompt: prompts[0], stream: true }));
       const texts = [...full.map((r) => r.choices[0].text),
         chunks.flatMap((c) => c.choices.map((ch) => ch.text)).join('')];
-      return { texts, metrics: await metrics(srv.baseURL) };
+      return { texts, metrics: await metrics(srv.baseURL), stderr: srv.stderr() };
     } finally {
       assert.equal((await srv.stop()).code, 0);
     }
@@ -519,9 +519,12 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
   test('--data-parallel-size 2: the greedy texts of one engine; metrics add the replicas up',
     async () => {
       const one = await greedyTexts(['--threads', '2', '--num-gpu-blocks-override', '64']);
-      const two = await greedyTexts(
-        ['-dp', '2', '--threads', '2', '--num-gpu-blocks-override', '64']);
+      const two = await greedyTexts(['-dp', '2', '--threads', '2', '--num-gpu-blocks-override',
+        '64', '--cpu-threads-bind', 'nobind']);
       assert.deepEqual(two.texts, one.texts);
+      // Replicas without a NUMA node each share one memory bus: the log says what that costs.
+      assert.match(two.stderr, /the 2 data-parallel replicas do not each have a NUMA node/);
+      assert.doesNotMatch(one.stderr, /data-parallel replicas/);
       assert.equal(two.texts[3], two.texts[0]);
       // Each replica has its own cache of 64 blocks; the counters are the sums of both.
       assert.equal(metric(one.metrics, 'xinfer:num_kv_blocks'), 64);

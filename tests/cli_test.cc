@@ -680,6 +680,9 @@ TEST(CliTest, VllmParallelismAndDeviceFlags) {
     EXPECT_NE(over.err.find("1 threads on CPUs " + std::to_string(allowed[1])), std::string::npos)
         << over.err;
   }
+  RunResult loud = RunXinfer("serve " + Model("tinystories-656k") + " --uvicorn-log-level loud");
+  EXPECT_NE(loud.exit_code, 0);
+  EXPECT_NE(loud.err.find("--uvicorn-log-level"), std::string::npos) << loud.err;
   // serve runs data-parallel replicas, but not more ranks than threads.
   RunResult thin =
       RunXinfer("serve " + Model("tinystories-656k") + " --port 0 -dp 2 -tp 2 --threads 2");
@@ -688,6 +691,78 @@ TEST(CliTest, VllmParallelismAndDeviceFlags) {
                           "thread per rank, got threads 2"),
             std::string::npos)
       << thin.err;
+}
+
+// vLLM's --tokenizer, --generation-config, --override-generation-config and --load-format, and its
+// flags for machinery this engine does not have: accepted, or refused where the value asks for
+// something else.
+TEST(CliTest, VllmTokenizerAndGenerationConfigFlags) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3-bf16.gguf");
+  // The GGUF file's own tokenizer and the folder's are the same vocabulary: the same ids.
+  const std::string gguf = "generate --model " + Model("tiny-qwen3-bf16.gguf") +
+                           " --prompt 'Hello world, 你好' --max-tokens 3 --temperature 0 --json";
+  RunResult own = RunXinfer(gguf);
+  RunResult folder = RunXinfer(gguf + " --tokenizer " + Model("tiny-qwen3") + " --load-format gguf",
+                               "XINFER_LOG_LEVEL=info");
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  ASSERT_EQ(folder.exit_code, 0) << folder.err;
+  EXPECT_EQ(json::parse(folder.out)["prompt_ids"], json::parse(own.out)["prompt_ids"]);
+  EXPECT_EQ(json::parse(folder.out)["token_ids"], json::parse(own.out)["token_ids"]);
+  EXPECT_NE(folder.err.find("tokenizer=" + Model("tiny-qwen3")), std::string::npos) << folder.err;
+  RunResult missing = RunXinfer(gguf + " --tokenizer " + ScratchPath("no-such-tokenizer"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no-such-tokenizer"), std::string::npos) << missing.err;
+
+  // Sampling defaults: a request that sets no temperature takes the generation config's.
+  const std::string stories = "generate --model " + Model("tinystories-656k") +
+                              " --prompt-ids 1,400,500 --max-tokens 16 --json";
+  RunResult greedy = RunXinfer(stories + " --temperature 0");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  const std::string dir = ScratchPath("generation-config");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/generation_config.json") << R"({"temperature": 0, "top_k": 3})";
+  for (const std::string& flags :
+       {" --generation-config " + dir,
+        std::string(" --generation-config vllm --override-generation-config "
+                    "'{\"temperature\": 0, \"repetition_penalty\": 1}'")}) {
+    RunResult r = RunXinfer(stories + flags, "XINFER_LOG_LEVEL=info");
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    EXPECT_EQ(json::parse(r.out)["token_ids"], json::parse(greedy.out)["token_ids"]) << flags;
+    EXPECT_NE(r.err.find("sampling defaults from generation_config"), std::string::npos) << r.err;
+  }
+  RunResult listed = RunXinfer(stories + " --generation-config " + dir, "XINFER_LOG_LEVEL=info");
+  EXPECT_NE(listed.err.find("temperature=0 top_p=1 top_k=3"), std::string::npos) << listed.err;
+  // "vllm" takes none: no line about them.
+  RunResult plain = RunXinfer(stories + " --generation-config vllm", "XINFER_LOG_LEVEL=info");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("sampling defaults from"), std::string::npos) << plain.err;
+  std::filesystem::remove_all(dir);
+
+  // Flags for what this engine does not have: accepted.
+  RunResult accepted =
+      RunXinfer(stories +
+                " --swap-space 16 --max-seq-len-to-capture 4096 --disable-custom-all-reduce "
+                "--distributed-executor-backend uni --tokenizer-mode slow --load-format "
+                "safetensors --max-logprobs -1");
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.err;
+  const std::pair<const char*, const char*> refused[] = {
+      {"--load-format pt", "load_format 'pt' is not supported: auto, safetensors"},
+      {"--load-format gguf", "load_format gguf was given but the model"},
+      {"--tokenizer-mode mistral", "tokenizer_mode 'mistral' is not available"},
+      {"--distributed-executor-backend ray", "distributed_executor_backend 'ray' is not available"},
+      {"--override-generation-config '[1]'", "override_generation_config must be a JSON object"},
+      {"--override-generation-config '{\"max_new_tokens\": 5}'",
+       "'max_new_tokens' is not a sampling default this server takes"},
+      {"--override-generation-config '{\"top_p\": 0}'",
+       "the sampling defaults of generation_config auto with the overrides: top_p must be in"},
+      {"--generation-config /no/such/folder",
+       "generation_config /no/such/folder: not auto, vllm or a folder"},
+      {"--max-logprobs -2", "max_logprobs must be >= -1, got -2"}};
+  for (const auto& [flags, message] : refused) {
+    RunResult r = RunXinfer(stories + " " + flags);
+    EXPECT_EQ(r.exit_code, 1) << flags;
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
+  }
 }
 
 // vLLM's --dtype and --quantization: accepted with vLLM's spellings, refused with a clear message

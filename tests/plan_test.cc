@@ -48,6 +48,38 @@ TEST(PlanTest, KvBlocksFromTheFileHeadersAreTheEnginesBlocks) {
   }
 }
 
+// Over tensor-parallel ranks the engine holds a copy of the norms per rank and, with more ranks
+// than key-value heads, copies of the key / value projections: plan counts them as the engine
+// does, so its blocks are the engine's.
+TEST(PlanTest, TensorParallelWeightsAreTheEnginesWeights) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const char* models[] = {"tiny-qwen3", "tiny-qwen2", "tinystories-656k", "tiny-qwen3-q8_0.gguf"};
+  for (const char* model : models) {
+    for (int tp : {1, 2, 4}) {
+      SCOPED_TRACE(std::string(model) + " over " + std::to_string(tp) + " ranks");
+      EngineConfig c;
+      c.model = testing::SharedDir() + "/models/" + model;
+      c.block_size = 1;
+      c.max_model_len = 256;
+      c.max_num_seqs = 4096;
+      c.gpu_memory_utilization = 0.5;
+      c.cpu_memory_budget = 128 << 20;
+      c.threads = tp;
+      c.tensor_parallel_size = tp;
+      c.cpu_threads_bind = "nobind";
+      auto engine = LLMEngine::Create(c);
+      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+      auto cost = ComputeModelCost(c.model, c.KvCacheDType(), c.bf16_activations());
+      ASSERT_TRUE(cost.ok()) << cost.status().ToString();
+      const size_t weights = TensorParallelWeightBytes(*cost, tp);
+      if (tp == 1) {
+        EXPECT_EQ(weights, cost->weight_bytes);
+      }
+      EXPECT_EQ(weights, (*engine)->weight_bytes());
+    }
+  }
+}
+
 // A data-parallel replica sizes its cache from its share of the budget, as plan does.
 TEST(PlanTest, DataParallelReplicaBlocksAreThePlansBlocks) {
   XI_REQUIRE_SHARED("models/tinystories-656k");

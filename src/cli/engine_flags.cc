@@ -64,6 +64,41 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "replicas of the whole engine (serve only), each with 1/N of the threads, "
                   "CPUs and memory; requests go to the least busy (default 1)");
   cmd->add_option("--device", c->device, "auto (default) or cpu: the backends this build has");
+  cmd->add_option("--tokenizer", c->tokenizer,
+                  "Folder (tokenizer.json, tokenizer_config.json with the chat template) or .gguf "
+                  "file whose tokenizer to use instead of the model's");
+  cmd->add_option("--generation-config", c->generation_config,
+                  "Sampling defaults of requests: auto (default: the model's "
+                  "generation_config.json), vllm (none), or a folder holding one");
+  cmd->add_option("--override-generation-config", c->override_generation_config,
+                  "JSON object of sampling defaults over --generation-config's, e.g. "
+                  "'{\"temperature\": 0.5}' (temperature, top_p, top_k, min_p, "
+                  "repetition_penalty)");
+  cmd->add_option("--max-logprobs", c->max_logprobs,
+                  "Most logprobs / top_logprobs a request may ask for (default 20; -1: the "
+                  "vocabulary)");
+  cmd->add_option("--load-format", c->load_format,
+                  "auto (default), safetensors or gguf: must match the model");
+  // vLLM flags that configure what this engine does not have; accepted so that a vLLM command
+  // line runs unchanged, each saying why it changes nothing.
+  cmd->add_option("--swap-space", c->swap_space_gib,
+                  "Accepted as vLLM takes it (GiB of CPU swap for preempted sequences); the KV "
+                  "cache already lives in host memory and preemption recomputes, so nothing is "
+                  "swapped")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-seq-len-to-capture", c->max_seq_len_to_capture,
+                  "Accepted as vLLM takes it; the CPU backend captures no graphs")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--disable-custom-all-reduce")
+      ->description(
+          "Accepted as vLLM takes it; tensor-parallel ranks always add their sums in shared "
+          "memory");
+  cmd->add_option("--distributed-executor-backend", c->distributed_executor_backend,
+                  "mp or uni, as vLLM takes them: the ranks are threads of this process either "
+                  "way; ray and external_launcher are refused");
+  cmd->add_option("--tokenizer-mode", c->tokenizer_mode,
+                  "auto (default), hf or slow: the model's tokenizer.json either way; mistral and "
+                  "custom are refused");
   cmd->add_flag("--trust-remote-code")
       ->description(
           "Accepted as vLLM takes it; xinfer never runs code from the model folder, so there is "

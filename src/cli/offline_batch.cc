@@ -35,8 +35,8 @@ void PrintProgress(size_t done, size_t total, int64_t tokens, double seconds, bo
 StatusOr<std::vector<int32_t>> BuildPromptIds(const nlohmann::ordered_json& request,
                                               LLMEngine& engine,
                                               const std::string& chat_template_arg) {
-  XI_ASSIGN_OR_RETURN(auto builder, PromptBuilder::Create(engine.config().model, engine.tokenizer(),
-                                                          chat_template_arg));
+  XI_ASSIGN_OR_RETURN(auto builder, PromptBuilder::Create(engine.config().TokenizerPath(),
+                                                          engine.tokenizer(), chat_template_arg));
   return builder->Build(request);
 }
 
@@ -45,7 +45,7 @@ int RunOfflineBatch(const std::string& input_path, const std::string& output_pat
   std::ifstream in(input_path);
   if (!in) return ReportError(NotFound("cannot read --input {}", input_path));
   auto builder =
-      PromptBuilder::Create(engine.config().model, engine.tokenizer(), chat_template_arg);
+      PromptBuilder::Create(engine.config().TokenizerPath(), engine.tokenizer(), chat_template_arg);
   if (!builder.ok()) return ReportError(builder.status());
 
   // Parse and validate everything first: a bad line changes nothing.

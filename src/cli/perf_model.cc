@@ -61,6 +61,10 @@ StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype, bool 
                            (matrix || t.name == "output.weight" || t.name == "token_embd.weight");
     const size_t bytes = HeldBytes(t.size, t.num_elements, converted, t.shape.size() == 1);
     cost.weight_bytes += bytes;
+    if (EndsWith(t.name, "_norm.weight")) cost.norm_bytes += bytes;
+    if (t.name.find(".attn_k.") != std::string::npos ||
+        t.name.find(".attn_v.") != std::string::npos)
+      cost.kv_proj_bytes += bytes;
     if (matrix) {
       cost.linear_flops += 2.0 * static_cast<double>(t.num_elements);
       cost.decode_read_bytes += bytes;
@@ -80,10 +84,19 @@ StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype, bool 
   cost.attn_flops_per_ctx = 4.0 * layers * heads * head_dim;
   cost.kv_bytes_per_token =
       static_cast<size_t>(layers) * 2 * kv_heads * head_dim * DTypeSize(kv_dtype);
+  cost.kv_heads = kv_heads;
   return cost;
 }
 
 }  // namespace
+
+size_t TensorParallelWeightBytes(const ModelCost& cost, int tensor_parallel_size) {
+  const size_t ranks = static_cast<size_t>(std::max(tensor_parallel_size, 1));
+  const size_t kv_copies = cost.kv_heads > 0 && static_cast<int64_t>(ranks) > cost.kv_heads
+                               ? ranks / static_cast<size_t>(cost.kv_heads)
+                               : 1;
+  return cost.weight_bytes + (ranks - 1) * cost.norm_bytes + (kv_copies - 1) * cost.kv_proj_bytes;
+}
 
 StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dtype,
                                      bool bf16_weights) {
@@ -111,6 +124,11 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
         HeldBytes(info->size, NumElements(info->shape), converted, info->shape.size() == 1);
     if (!EndsWith(name, "_proj.scales") && !EndsWith(name, "_proj.qzeros"))
       cost.weight_bytes += bytes;
+    const bool kv_proj =
+        name.find(".k_proj.") != std::string::npos || name.find(".v_proj.") != std::string::npos;
+    if (EndsWith(name, "norm.weight")) cost.norm_bytes += bytes;
+    if (kv_proj && !EndsWith(name, "_proj.scales") && !EndsWith(name, "_proj.qzeros"))
+      cost.kv_proj_bytes += bytes;
     if (EndsWith(name, "_proj.weight")) {
       cost.linear_flops += 2.0 * static_cast<double>(NumElements(info->shape));
       cost.decode_read_bytes += bytes;
@@ -126,6 +144,7 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
         const size_t scale_and_zero_bytes = static_cast<size_t>(NumElements(scales->shape)) * 8;
         cost.decode_read_bytes += scale_and_zero_bytes;
         cost.weight_bytes += scale_and_zero_bytes;
+        if (kv_proj) cost.kv_proj_bytes += scale_and_zero_bytes;
       }
       cost.dtype = "AWQ4";
     } else if (EndsWith(name, "_proj.scales") || EndsWith(name, "_proj.qzeros")) {
@@ -144,6 +163,7 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
   cost.attn_flops_per_ctx = 4.0 * layers * heads * head_dim;
   cost.kv_bytes_per_token =
       static_cast<size_t>(layers) * 2 * kv_heads * head_dim * DTypeSize(kv_dtype);
+  cost.kv_heads = kv_heads;
   return cost;
 }
 

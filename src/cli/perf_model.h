@@ -19,7 +19,19 @@ struct ModelCost {
   double attn_flops_per_ctx = 0;  // 4 x layers x heads x head_dim (per token per context token)
   size_t kv_bytes_per_token = 0;  // K and V of all layers in the KV cache's dtype
   std::string dtype;              // dtype of the projection weights ("BF16", "F32", ...)
+  // Of weight_bytes, what tensor parallelism does not split: the norms, held whole by every rank,
+  // and the key / value projections (with their biases and AWQ scales), held by every rank
+  // whose queries use them once the ranks outnumber the key-value heads (decoder_shard.h).
+  size_t norm_bytes = 0;
+  size_t kv_proj_bytes = 0;
+  int64_t kv_heads = 0;
 };
+
+// The weight bytes `tensor_parallel_size` ranks hold together (what the engine's weight_bytes()
+// reports, and what the KV cache is sized after): the model's, plus a copy of the norms per rank
+// beyond the first, plus the key / value projections' copies when the ranks outnumber the
+// key-value heads.
+size_t TensorParallelWeightBytes(const ModelCost& cost, int tensor_parallel_size);
 
 // `model_path`: a Hugging Face folder (dense or AWQ safetensors) or a .gguf file; `kv_dtype`: the
 // KV cache's element type (EngineConfig::KvCacheDType); `bf16_weights`: the loader converts the

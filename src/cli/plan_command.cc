@@ -51,10 +51,11 @@ int Run(PlanOptions o) {
   const int context = o.context > 0 ? o.context : c.max_model_len;
   auto cost = ComputeModelCost(c.model, c.KvCacheDType(), c.bf16_activations());
   if (!cost.ok()) return ReportError(cost.status());
-  const int64_t weight_bytes = static_cast<int64_t>(cost->weight_bytes);
-  // Tensor parallelism with more ranks than key-value heads keeps the head its queries use on
-  // every rank (decoder_shard.h): that many copies of each. (The ranks' copies of the norms, a
-  // few KiB, are not counted.)
+  // Over tensor-parallel ranks: every rank's copy of the norms, and with more ranks than
+  // key-value heads, the copies of the head its queries use on every rank (decoder_shard.h), in
+  // the weights and in the KV cache alike.
+  const int64_t weight_bytes =
+      static_cast<int64_t>(TensorParallelWeightBytes(*cost, c.tensor_parallel_size));
   const int64_t kv_heads = mc->num_key_value_heads;
   const int64_t kv_copies =
       c.tensor_parallel_size > kv_heads ? c.tensor_parallel_size / kv_heads : 1;

@@ -2,7 +2,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/logging.h"
 #include "cli/cli_util.h"
@@ -31,7 +33,22 @@ struct ServeFlags {
   uint64_t max_request_body_bytes = uint64_t{32} << 20;
   int timeout_keep_alive = 30;
   std::string debug_scripted_output;
+  bool disable_log_stats = false;
+  bool enable_log_requests = false;
+  int max_log_len = -1;
+  std::string uvicorn_log_level = "info";
 };
+
+// vLLM's VLLM_LOG_STATS_INTERVAL: seconds between stats lines (default 10).
+StatusOr<std::chrono::milliseconds> LogStatsInterval() {
+  const char* env = std::getenv("VLLM_LOG_STATS_INTERVAL");
+  if (env == nullptr || *env == 0) return std::chrono::milliseconds(10000);
+  char* end = nullptr;
+  const double seconds = std::strtod(env, &end);
+  if (*end != 0 || !(seconds > 0) || seconds > 86400)
+    return InvalidArgument("VLLM_LOG_STATS_INTERVAL must be seconds in (0, 86400], got '{}'", env);
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000 + 0.5));
+}
 
 int RunServe(const ServeFlags& f) {
   if (f.shutdown_timeout < 0)
@@ -53,6 +70,15 @@ int RunServe(const ServeFlags& f) {
   o.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.shutdown_timeout * 1000));
   o.http.max_body_bytes = f.max_request_body_bytes;
   o.http.header_timeout = std::chrono::seconds(f.timeout_keep_alive);
+  o.log_requests = f.enable_log_requests;
+  o.max_log_len = f.max_log_len;
+  if (f.disable_log_stats) {
+    o.log_stats_interval = std::chrono::milliseconds(0);
+  } else {
+    auto interval = LogStatsInterval();
+    if (!interval.ok()) return ReportError(interval.status());
+    o.log_stats_interval = *interval;
+  }
 
   // One engine per data-parallel replica, each on its share of the cores and memory.
   std::vector<std::unique_ptr<LLMEngine>> engines;
@@ -61,7 +87,8 @@ int RunServe(const ServeFlags& f) {
     if (!engine.ok()) return ReportError(engine.status());
     engines.push_back(std::move(*engine));
   }
-  auto prompts = PromptBuilder::Create(f.engine.model, engines[0]->tokenizer(), f.chat_template);
+  auto prompts =
+      PromptBuilder::Create(f.engine.TokenizerPath(), engines[0]->tokenizer(), f.chat_template);
   std::unique_ptr<PromptBuilder> builder;
   if (prompts.ok()) {
     builder = std::move(*prompts);
@@ -118,8 +145,28 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", f->engine.seed,
                   "Seed of the per-request seeds of requests that give none: the same seed, the "
                   "same samples for the same requests (default: random)");
-  cmd->add_flag("--disable-log-requests,--disable-log-stats")
-      ->description("Accepted as vLLM takes them; xinfer logs neither requests nor periodic stats");
+  cmd->add_flag("--disable-log-stats", f->disable_log_stats,
+                "Do not log the engine's throughput, queue and cache line every 10 s "
+                "($VLLM_LOG_STATS_INTERVAL seconds)");
+  cmd->add_flag("--enable-log-requests", f->enable_log_requests,
+                "Log each request's prompt and sampling parameters when it arrives");
+  cmd->add_flag("--disable-log-requests")
+      ->description(
+          "Accepted as vLLM takes it; requests are logged only with "
+          "--enable-log-requests");
+  cmd->add_option("--max-log-len", f->max_log_len,
+                  "Prompt characters and token ids --enable-log-requests logs at most (default: "
+                  "all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--uvicorn-log-level", f->uvicorn_log_level,
+                  "Accepted as vLLM takes it (critical, error, warning, info, debug, trace); the "
+                  "server writes no access log, and $XINFER_LOG_LEVEL sets its log level")
+      ->check(CLI::IsMember({"critical", "error", "warning", "info", "debug", "trace"}));
+  cmd->add_flag("--disable-uvicorn-access-log,--disable-fastapi-docs")
+      ->description("Accepted as vLLM takes them; there is no access log and no docs page");
+  cmd->add_flag("--enable-prompt-tokens-details")
+      ->description(
+          "Accepted as vLLM takes it; usage.prompt_tokens_details.cached_tokens is always sent");
   // Test-only: see AsyncEngineOptions::scripted_output_file. Hidden (empty group).
   cmd->add_option("--debug-scripted-output", f->debug_scripted_output)->group("");
   AddEngineFlags(cmd, &f->engine);

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "base/cpu_topology.h"
+#include "engine/gguf_tokenizer_loader.h"
+#include "formats/hf_config.h"
 
 namespace xinfer {
 
@@ -78,6 +80,32 @@ Status EngineConfig::Validate() const {
   if (threads > 0 && tensor_parallel_size * data_parallel_size > threads)
     return InvalidArgument("{} needs at least one thread per rank, got threads {}", RanksName(),
                            threads);
+  if (max_logprobs < -1) return InvalidArgument("max_logprobs must be >= -1, got {}", max_logprobs);
+  if (load_format != "auto" && load_format != "safetensors" && load_format != "gguf")
+    return InvalidArgument(
+        "load_format '{}' is not supported: auto, safetensors (a Hugging Face folder) or gguf (a "
+        ".gguf file)",
+        load_format);
+  if (load_format != "auto" && (load_format == "gguf") != IsGgufModelPath(model))
+    return InvalidArgument("load_format {} was given but the model {} is {}", load_format, model,
+                           IsGgufModelPath(model) ? "a GGUF file" : "not a .gguf file");
+  if (distributed_executor_backend != "mp" && distributed_executor_backend != "uni")
+    return Unimplemented(
+        "distributed_executor_backend '{}' is not available: ranks are threads of this process "
+        "(mp or uni)",
+        distributed_executor_backend);
+  if (tokenizer_mode != "auto" && tokenizer_mode != "hf" && tokenizer_mode != "slow")
+    return Unimplemented(
+        "tokenizer_mode '{}' is not available: the tokenizer is read from tokenizer.json (auto, "
+        "hf or slow)",
+        tokenizer_mode);
+  if (swap_space_gib < 0) return InvalidArgument("swap_space must be >= 0, got {}", swap_space_gib);
+  if (!override_generation_config.empty()) {
+    GenerationConfig unused;
+    XI_RETURN_IF_ERROR(OverrideGenerationConfig(override_generation_config, unused));
+  }
+  if (generation_config.empty())
+    return InvalidArgument("generation_config must be auto, vllm or a folder, got ''");
   if (device != "auto" && device != "cpu")
     return Unimplemented("device '{}' is not available: this build has the cpu backend (auto, cpu)",
                          device);
@@ -112,7 +140,8 @@ std::string EngineConfig::ToString() const {
       "max_num_batched_tokens={} enable_chunked_prefill={} enable_prefix_caching={} "
       "scheduling_policy={} threads={} mmap_weights={} int8_activations={} dtype={} "
       "kv_cache_dtype={} ({}) quantization={} tensor_parallel_size={} cpu_threads_bind={} "
-      "pipeline_parallel_size={} data_parallel_size={} device={} seed={}",
+      "pipeline_parallel_size={} data_parallel_size={} device={} seed={} tokenizer={} "
+      "generation_config={} override_generation_config={} max_logprobs={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
@@ -120,7 +149,8 @@ std::string EngineConfig::ToString() const {
       kv_cache_dtype, KvCacheDType() == DType::kBF16 ? "bfloat16" : "float32",
       quantization.empty() ? "auto" : quantization, tensor_parallel_size, cpu_threads_bind,
       pipeline_parallel_size, data_parallel_size, device,
-      seed.has_value() ? std::to_string(*seed) : "random");
+      seed.has_value() ? std::to_string(*seed) : "random", TokenizerPath(), generation_config,
+      override_generation_config.empty() ? "none" : override_generation_config, max_logprobs);
 }
 
 }  // namespace xinfer

@@ -88,7 +88,40 @@ struct EngineConfig {
   // order. Unset: a random seed per process.
   std::optional<uint64_t> seed;
 
+  // vLLM's --tokenizer: a folder (tokenizer.json, tokenizer_config.json with the chat template)
+  // or .gguf file whose tokenizer replaces the model's; empty: the model's own.
+  std::string tokenizer;
+  // vLLM's --generation-config: where the sampling defaults of requests come from: "auto" (the
+  // model folder's generation_config.json: temperature, top_p, top_k, min_p,
+  // repetition_penalty, extra EOS ids), "vllm" (none: temperature 1, no top-p / top-k, no
+  // penalty), or a folder holding a generation_config.json.
+  std::string generation_config = "auto";
+  // vLLM's --override-generation-config: a JSON object of those sampling fields laid over what
+  // generation_config gives, e.g. {"temperature": 0.5}; empty: none.
+  std::string override_generation_config;
+  // vLLM's --max-logprobs: the most logprobs (completions) / top_logprobs (chat) a request may
+  // ask for; -1: the vocabulary size.
+  int max_logprobs = 20;
+
+  // vLLM's --load-format: "auto", "safetensors" (a Hugging Face folder) or "gguf" (a .gguf file);
+  // it must match the model.
+  std::string load_format = "auto";
+  // vLLM settings for machinery this engine does not have, kept so that Validate() can refuse
+  // the values that would ask for something else: --distributed-executor-backend ("mp" / "uni":
+  // ranks are threads of this process; "ray", "external_launcher" refused), --tokenizer-mode
+  // ("auto", "hf", "slow": tokenizer.json either way; "mistral", "custom" refused), --swap-space
+  // (GiB; nothing is swapped: the cache is host memory and preemption recomputes),
+  // --max-seq-len-to-capture (no graphs).
+  std::string distributed_executor_backend = "mp";
+  std::string tokenizer_mode = "auto";
+  double swap_space_gib = 4;
+  int max_seq_len_to_capture = 8192;
+
   bool bf16_activations() const { return dtype == "bfloat16"; }
+  // Where the tokenizer (and the chat template) come from.
+  const std::string& TokenizerPath() const { return tokenizer.empty() ? model : tokenizer; }
+  // max_logprobs for a model of `vocab_size` tokens (-1 resolved).
+  int MaxLogprobs(int vocab_size) const { return max_logprobs < 0 ? vocab_size : max_logprobs; }
   // The cache's element type kv_cache_dtype resolves to (F32 or BF16); valid after Validate().
   DType KvCacheDType() const;
 

@@ -1,6 +1,7 @@
 #include "engine/llm_engine.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -42,6 +43,41 @@ Status CheckQuantization(const EngineConfig& c, const ModelConfig& mc) {
   if (c.quantization == held) return Status::Ok();
   return InvalidArgument("--quantization {} was given but the model {} is {}", c.quantization,
                          c.model, held.empty() ? "not quantized" : "quantized with " + held);
+}
+
+// Requests' sampling defaults, as vLLM's --generation-config / --override-generation-config give
+// them: the model's generation_config.json ("auto"), none ("vllm"), or another folder's; then the
+// overrides. Refused at startup when they are out of range.
+StatusOr<SamplingParams> SamplingDefaults(const EngineConfig& c, int vocab_size) {
+  GenerationConfig gen;
+  if (c.generation_config == "auto") {
+    XI_ASSIGN_OR_RETURN(gen, LoadGenerationConfig(c.model));
+  } else if (c.generation_config != "vllm") {
+    if (!std::filesystem::exists(c.generation_config + "/generation_config.json"))
+      return NotFound(
+          "generation_config {}: not auto, vllm or a folder with a "
+          "generation_config.json",
+          c.generation_config);
+    XI_ASSIGN_OR_RETURN(gen, LoadGenerationConfig(c.generation_config));
+  }
+  if (!c.override_generation_config.empty())
+    XI_RETURN_IF_ERROR(OverrideGenerationConfig(c.override_generation_config, gen));
+  SamplingParams d;
+  if (gen.temperature) d.temperature = *gen.temperature;
+  if (gen.top_p) d.top_p = *gen.top_p;
+  if (gen.top_k) d.top_k = *gen.top_k;
+  if (gen.min_p) d.min_p = *gen.min_p;
+  if (gen.repetition_penalty) d.repetition_penalty = *gen.repetition_penalty;
+  if (Status s = d.Validate(vocab_size); !s.ok())
+    return s.WithContext("the sampling defaults of generation_config " + c.generation_config +
+                         (c.override_generation_config.empty() ? "" : " with the overrides"));
+  if (gen.temperature || gen.top_p || gen.top_k || gen.min_p || gen.repetition_penalty)
+    XI_LOG_INFO(
+        "sampling defaults from generation_config {}{}: temperature={} top_p={} top_k={} "
+        "min_p={} repetition_penalty={} (--generation-config vllm for none)",
+        c.generation_config, c.override_generation_config.empty() ? "" : " and its overrides",
+        d.temperature, d.top_p, d.top_k, d.min_p, d.repetition_penalty);
+  return d;
 }
 
 }  // namespace
@@ -116,8 +152,10 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
     if (c.threads > 0) backend_options.num_threads = rank_threads(placement[0]);
   }
   engine->backend_ = CreateCpuBackend(backend_options);
-  XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(c.model) ? LoadGgufTokenizer(c.model)
-                                                                   : Tokenizer::FromDir(c.model));
+  const std::string& tokenizer_path = c.TokenizerPath();
+  XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(tokenizer_path)
+                                              ? LoadGgufTokenizer(tokenizer_path)
+                                              : Tokenizer::FromDir(tokenizer_path));
   const ModelLoadOptions load_options{.bf16_weights = c.bf16_activations()};
   if (tp == 1) {
     XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_, load_options));
@@ -138,7 +176,9 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   }
   const ModelConfig& mc = engine->model_->config();
   XI_RETURN_IF_ERROR(CheckQuantization(c, mc));
+  // The model's extra EOS ids whatever --generation-config says (they end its turns).
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
+  XI_ASSIGN_OR_RETURN(engine->default_params_, SamplingDefaults(c, mc.vocab_size));
 
   XI_RETURN_IF_ERROR(c.ResolveModelLimits(mc.max_position_embeddings));
   XI_ASSIGN_OR_RETURN(
@@ -165,10 +205,6 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   eos.insert(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
   if (auto e = engine->tokenizer_->eos_id()) eos.insert(*e);
   engine->eos_token_ids_.assign(eos.begin(), eos.end());
-  SamplingParams& d = engine->default_params_;
-  if (gen.temperature) d.temperature = *gen.temperature;
-  if (gen.top_p) d.top_p = *gen.top_p;
-  if (gen.top_k) d.top_k = *gen.top_k;
   // Replicas draw different per-request seeds from one --seed (else two replicas would sample
   // alike for alike requests).
   engine->seed_source_.seed(c.seed ? *c.seed + 0x9E3779B97F4A7C15ull * data_parallel_rank
@@ -198,7 +234,7 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
   if (id.empty()) return InvalidArgument("request id must not be empty");
   if (requests_.count(id)) return InvalidArgument("request id '{}' is already in use", id);
   const int32_t vocab = model_->config().vocab_size;
-  XI_RETURN_IF_ERROR(request.params.Validate(vocab));
+  XI_RETURN_IF_ERROR(request.params.Validate(vocab, config_.MaxLogprobs(vocab)));
   if (request.prompt_ids.empty()) return InvalidArgument("prompt must not be empty");
   for (int32_t t : request.prompt_ids)
     if (t < 0 || t >= vocab)

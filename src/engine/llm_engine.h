@@ -97,6 +97,8 @@ class LLMEngine {
   int data_parallel_rank() const { return data_parallel_rank_; }
   const EngineConfig& config() const { return config_; }  // resolved (defaults filled in)
   const ModelConfig& model_config() const { return model_->config(); }
+  // The bytes of weights the model holds (all tensor-parallel ranks together).
+  size_t weight_bytes() const { return model_->weight_bytes(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const std::vector<int32_t>& eos_token_ids() const { return eos_token_ids_; }
   // SamplingParams defaults from the model's generation_config.json.

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_int32.h"
 #include "base/mapped_file.h"
 
 namespace xinfer {
@@ -127,10 +128,15 @@ StatusOr<GenerationConfig> LoadGenerationConfig(const std::string& model_dir) {
   }
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument("{} is not a JSON object", path);
-  if (j.contains("temperature") && j["temperature"].is_number())
-    g.temperature = j["temperature"].get<float>();
-  if (j.contains("top_p") && j["top_p"].is_number()) g.top_p = j["top_p"].get<float>();
-  if (j.contains("top_k") && j["top_k"].is_number_integer()) g.top_k = j["top_k"].get<int>();
+  // As transformers writes them; a field of another type is ignored, as vLLM ignores it.
+  auto number = [&](const char* key, std::optional<float>& field) {
+    if (j.contains(key) && j[key].is_number()) field = j[key].get<float>();
+  };
+  number("temperature", g.temperature);
+  number("top_p", g.top_p);
+  number("min_p", g.min_p);
+  number("repetition_penalty", g.repetition_penalty);
+  if (j.contains("top_k")) g.top_k = JsonInt32(j["top_k"]);
   if (j.contains("eos_token_id")) {
     const json& e = j["eos_token_id"];
     if (e.is_number_integer()) g.eos_token_ids.push_back(e.get<int>());
@@ -139,6 +145,34 @@ StatusOr<GenerationConfig> LoadGenerationConfig(const std::string& model_dir) {
         if (x.is_number_integer()) g.eos_token_ids.push_back(x.get<int>());
   }
   return g;
+}
+
+Status OverrideGenerationConfig(const std::string& json_text, GenerationConfig& config) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("override_generation_config must be a JSON object, got '{}'", json_text);
+  for (const auto& [key, value] : j.items()) {
+    std::optional<float>* field = key == "temperature"          ? &config.temperature
+                                  : key == "top_p"              ? &config.top_p
+                                  : key == "min_p"              ? &config.min_p
+                                  : key == "repetition_penalty" ? &config.repetition_penalty
+                                                                : nullptr;
+    if (field != nullptr) {
+      if (!value.is_number())
+        return InvalidArgument("override_generation_config: {} must be a number", key);
+      *field = value.get<float>();
+    } else if (key == "top_k") {
+      const std::optional<int32_t> top_k = JsonInt32(value);
+      if (!top_k) return InvalidArgument("override_generation_config: top_k must be an integer");
+      config.top_k = *top_k;
+    } else {
+      return InvalidArgument(
+          "override_generation_config: '{}' is not a sampling default this server takes "
+          "(temperature, top_p, top_k, min_p, repetition_penalty)",
+          key);
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace xinfer

@@ -45,13 +45,20 @@ struct ModelConfig {
 StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text);
 StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir);
 
-// Sampling defaults and extra EOS ids from `generation_config.json` (absent file: all empty).
+// Sampling defaults and extra EOS ids from `generation_config.json` (absent file: all empty):
+// the fields vLLM takes from it (get_diff_sampling_param).
 struct GenerationConfig {
   std::optional<float> temperature;
   std::optional<float> top_p;
   std::optional<int> top_k;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
   std::vector<int> eos_token_ids;
 };
 StatusOr<GenerationConfig> LoadGenerationConfig(const std::string& model_dir);
+// Lays `json_text` (vLLM's --override-generation-config: an object of temperature, top_p, top_k,
+// min_p, repetition_penalty) over `config`. Not an object, another key or a value of the wrong
+// type is InvalidArgument naming it; ranges are the sampling parameters' to check.
+Status OverrideGenerationConfig(const std::string& json_text, GenerationConfig& config);
 
 }  // namespace xinfer

@@ -7,7 +7,7 @@
 
 namespace xinfer {
 
-Status SamplingParams::Validate(int32_t vocab_size) const {
+Status SamplingParams::Validate(int32_t vocab_size, int32_t max_logprobs) const {
   // Written as !(x >= lo) etc. so NaN fails every range check.
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
     return InvalidArgument("temperature must be a finite number >= 0, got {}", temperature);
@@ -62,9 +62,9 @@ Status SamplingParams::Validate(int32_t vocab_size) const {
         "ignore_eos cannot be combined with guided decoding (response_format, guided_json, "
         "guided_regex, guided_choice, guided_grammar): the output ends when the value is complete");
   }
-  if (logprobs < -1 || logprobs > kMaxLogprobs) {
-    return InvalidArgument("logprobs must be in [0, {}] (or absent), got {}", kMaxLogprobs,
-                           logprobs);
+  if (logprobs < -1 || logprobs > max_logprobs) {
+    return InvalidArgument("logprobs must be in [0, {}] (or absent; --max-logprobs), got {}",
+                           max_logprobs, logprobs);
   }
   if (max_tokens < 1) {
     return InvalidArgument("max_tokens must be >= 1, got {}", max_tokens);

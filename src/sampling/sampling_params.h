@@ -87,7 +87,8 @@ struct SamplingParams {
   // OK, or InvalidArgument whose message starts with the offending parameter's JSON name
   // (e.g. "top_p must be in (0, 1], got 0"), so the server can report it as `param`.
   // vocab_size bounds logit_bias and stop_token_ids ids.
-  Status Validate(int32_t vocab_size) const;
+  // `max_logprobs`: the most logprobs a request may ask for (the server's --max-logprobs).
+  Status Validate(int32_t vocab_size, int32_t max_logprobs = kMaxLogprobs) const;
 
   bool greedy() const { return temperature < kGreedyTemperature; }
   bool top_k_enabled() const { return top_k > 0; }

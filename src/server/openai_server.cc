@@ -10,6 +10,7 @@
 #include "server/errors.h"
 #include "server/generation.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 
 namespace xinfer::server {
 
@@ -67,7 +68,8 @@ ProtocolContext OpenAIServer::Context() const {
                          engine_->tokenizer(),
                          engine_->default_sampling_params(),
                          engine_->config().max_model_len,
-                         engine_->model_config().vocab_size};
+                         engine_->model_config().vocab_size,
+                         engine_->config().MaxLogprobs(engine_->model_config().vocab_size)};
 }
 
 net::awaitable<void> OpenAIServer::Json(HttpExchange& ex, const json& body) {
@@ -212,7 +214,39 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_await RespondError(ex, parsed.status());
     co_return;
   }
+  if (options_.log_requests)
+    for (size_t i = 0; i < parsed->prompts.size(); ++i)
+      XI_LOG_INFO("{}", FormatRequestLine(*parsed, i, engine_->tokenizer(), options_.max_log_len));
   co_await HandleGeneration(ex, *engine_, std::move(*parsed));
+}
+
+net::awaitable<void> OpenAIServer::LogStats(net::steady_timer& timer) {
+  AsyncEngineStats before = engine_->Stats();
+  auto last = std::chrono::steady_clock::now();
+  std::vector<bool> was_idle(before.replicas.size(), true);
+  for (;;) {
+    timer.expires_after(options_.log_stats_interval);
+    beast::error_code ec;
+    co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return;  // cancelled: the server is stopping
+    const AsyncEngineStats now = engine_->Stats();
+    const auto t = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(t - last).count();
+    for (size_t r = 0; r < now.replicas.size(); ++r) {
+      const bool idle = StatsIntervalIdle(before.replicas[r], now.replicas[r]);
+      const std::string line =
+          FormatStatsLine(static_cast<int>(r), before.replicas[r], now.replicas[r], seconds);
+      // As vLLM: an idle interval after an idle one only at debug level.
+      if (idle && was_idle[r]) {
+        XI_LOG_DEBUG("{}", line);
+      } else {
+        XI_LOG_INFO("{}", line);
+      }
+      was_idle[r] = idle;
+    }
+    before = now;
+    last = t;
+  }
 }
 
 Status OpenAIServer::Run(const std::function<void(int)>& on_listening) {
@@ -221,6 +255,9 @@ Status OpenAIServer::Run(const std::function<void(int)>& on_listening) {
   XI_ASSIGN_OR_RETURN(int port, http.Listen(options_.host, options_.port));
   auto work = net::make_work_guard(ioc);
   http.Start();
+  net::steady_timer stats_timer(ioc);
+  if (options_.log_stats_interval.count() > 0)
+    net::co_spawn(ioc, LogStats(stats_timer), net::detached);
 
   std::thread drainer;
   std::atomic<bool> stopping{false};
@@ -236,6 +273,7 @@ Status OpenAIServer::Run(const std::function<void(int)>& on_listening) {
       // Let the connections write what the engine produced last.
       for (int i = 0; i < 500 && http.active_exchanges() > 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      net::post(ioc, [&] { stats_timer.cancel(); });
       work.reset();
       ioc.stop();
     });

@@ -30,6 +30,12 @@ struct ServeOptions {
   int io_threads = 1;  // threads running the event loop (connections are spread over them)
   // After SIGTERM/SIGINT: how long in-flight requests may take to finish before they are aborted.
   std::chrono::milliseconds shutdown_timeout{30000};
+  // vLLM's periodic stats line (request_log.h) every this often; 0: never (--disable-log-stats).
+  std::chrono::milliseconds log_stats_interval{10000};
+  // vLLM's --enable-log-requests: each request's prompt and parameters logged when it arrives,
+  // prompt text and ids cut to max_log_len (-1: whole; vLLM's --max-log-len).
+  bool log_requests = false;
+  int max_log_len = -1;
 };
 
 class OpenAIServer {
@@ -54,6 +60,8 @@ class OpenAIServer {
   StatusOr<nlohmann::ordered_json> DetokenizeBody(const nlohmann::ordered_json& body) const;
   nlohmann::ordered_json ModelsBody() const;
   ProtocolContext Context() const;
+  // Logs the stats line of each replica every log_stats_interval until the timer is cancelled.
+  net::awaitable<void> LogStats(net::steady_timer& timer);
 
   std::unique_ptr<AsyncEngine> engine_;
   std::unique_ptr<PromptBuilder> prompts_;

@@ -79,7 +79,7 @@ Status ParseParams(const json& body, const ProtocolContext& ctx, std::vector<int
   XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids));
   const int prompt_len = static_cast<int>(ids.size());
   XI_ASSIGN_OR_RETURN(r.params, ParseSamplingParams(body, defaults, ctx.max_model_len, prompt_len));
-  XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size));
+  XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size, ctx.max_logprobs));
   if (prompt_len >= ctx.max_model_len)
     return InvalidArgument(
         "This model's maximum context length is {} tokens. However, your prompt has {} tokens; "
@@ -296,7 +296,7 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
           "guided_grammar, structured_outputs)");
     r.params.guided = GuidedDecoding::kJsonSchema;
     r.params.json_schema = std::move(forced_tool_schema);
-    XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size));
+    XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size, ctx.max_logprobs));
   }
   r.prompts.push_back(std::move(*ids));
   return r;

@@ -34,6 +34,7 @@ struct ProtocolContext {
   const SamplingParams& defaults;
   int max_model_len = 0;
   int vocab_size = 0;
+  int max_logprobs = 20;  // EngineConfig::MaxLogprobs
 };
 
 enum class Endpoint { kChat, kCompletion };

@@ -1,7 +1,7 @@
 // Acceptance 1: the official openai client against `xinfer serve` on tiny-qwen3 and TinyStories.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, skipUnless, QWEN, STORIES, raw, metrics, metric } from './helpers.mjs';
+import { startServer, skipUnless, QWEN, STORIES, raw, metrics, metric, sleep, waitFor } from './helpers.mjs';
 
 async function collect(stream) {
   const chunks = [];
@@ -538,6 +538,68 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
       assert.equal(metric(two.metrics, 'vllm:prompt_tokens_total'),
         metric(one.metrics, 'vllm:prompt_tokens_total'));
     });
+
+  test('vLLM\'s stats line every VLLM_LOG_STATS_INTERVAL and --enable-log-requests lines; '
+    + '--disable-log-stats silences the first', async () => {
+    const env = { VLLM_LOG_STATS_INTERVAL: '0.2', XINFER_LOG_LEVEL: 'info' };
+    const req = { model: 'stories', prompt: 'Once upon a time', max_tokens: 8, temperature: 0 };
+    const logged = await startServer(STORIES, ['--enable-log-requests', '--max-log-len', '3'],
+      { name: 'stories', env });
+    try {
+      await logged.client().completions.create(req);
+      await waitFor(() => /Engine 000: Avg prompt throughput: [\d.]+ tokens\/s, Avg generation throughput: [\d.]+ tokens\/s, Running: \d+ reqs, Waiting: \d+ reqs, KV cache usage: [\d.]+%, Prefix cache hit rate: [\d.]+%/
+        .test(logged.stderr()), 10000, 'the stats line');
+      assert.match(logged.stderr(),
+        /Received request cmpl-\w+: prompt: "[^"]{0,3}", params: n=1 temperature=0 .*max_tokens=8 .*prompt_token_ids: \[[\d, ]+\] \(of \d+\)/);
+    } finally {
+      assert.equal((await logged.stop()).code, 0);
+    }
+    // (With vLLM's flags for what this server does not have, accepted.)
+    const quiet = await startServer(STORIES, ['--disable-log-stats', '--disable-log-requests',
+      '--uvicorn-log-level', 'warning', '--disable-uvicorn-access-log', '--disable-fastapi-docs',
+      '--enable-prompt-tokens-details'], { name: 'stories', env });
+    try {
+      await quiet.client().completions.create(req);
+      await sleep(600);
+      assert.doesNotMatch(quiet.stderr(), /Engine 000:|Received request/);
+    } finally {
+      assert.equal((await quiet.stop()).code, 0);
+    }
+    await assert.rejects(startServer(STORIES, [], { env: { VLLM_LOG_STATS_INTERVAL: 'soon' } }),
+      /VLLM_LOG_STATS_INTERVAL must be seconds in \(0, 86400\], got 'soon'/);
+  });
+
+  test('--max-logprobs raises the logprobs a request may ask for', async () => {
+    const srv = await startServer(STORIES, ['--max-logprobs', '30'], { name: 'stories' });
+    try {
+      const req = { model: 'stories', prompt: 'The dog', max_tokens: 2, temperature: 0 };
+      const r = await srv.client().completions.create({ ...req, logprobs: 25 });
+      assert.equal(Object.keys(r.choices[0].logprobs.top_logprobs[0]).length, 25);
+      const over = await raw(srv.baseURL, 'POST', '/v1/completions', { ...req, logprobs: 31 });
+      assert.equal(over.status, 400);
+      assert.match(over.json.error.message, /logprobs must be in \[0, 30\].*--max-logprobs/);
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+  });
+
+  test('--override-generation-config sets the sampling defaults of requests', async () => {
+    const srv = await startServer(STORIES,
+      ['--override-generation-config', '{"temperature": 0, "top_k": 5}'], { name: 'stories' });
+    try {
+      const client = srv.client();
+      const req = { model: 'stories', prompt: 'Lily and Ben', max_tokens: 24, ignore_eos: true };
+      const greedy = await client.completions.create({ ...req, temperature: 0 });
+      for (let i = 0; i < 2; ++i) {
+        const r = await client.completions.create(req);  // no temperature: the default, 0
+        assert.equal(r.choices[0].text, greedy.choices[0].text);
+      }
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+    await assert.rejects(startServer(STORIES, ['--override-generation-config', '{"top_p": "x"}']),
+      /override_generation_config: top_p must be a number/);
+  });
 
   test('--seed: the same unseeded samples after a restart, other samples with another seed',
     async () => {

@@ -19,13 +19,13 @@ export function skipUnless(...models) {
 }
 
 // Starts a server; resolves once it listens. Small engine settings keep the tests fast on 2 cores.
-export async function startServer(model, args = [], { name = 'test-model' } = {}) {
+export async function startServer(model, args = [], { name = 'test-model', env = {} } = {}) {
   // A short context by default (less KV cache to allocate); a test may pass its own.
   const context = args.includes('--max-model-len') ? [] : ['--max-model-len', '512'];
   const threads = args.includes('--threads') ? [] : ['--threads', process.env.XINFER_TEST_THREADS ?? '1'];
   const argv = ['serve', model, '--port', '0', '--served-model-name', name, ...context,
     ...threads, ...args];
-  const proc = spawn(BIN, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(BIN, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; if (stderr.length > 1 << 20) stderr = stderr.slice(-65536); });
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));

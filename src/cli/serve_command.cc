@@ -33,6 +33,8 @@ struct ServeFlags {
   uint64_t max_request_body_bytes = uint64_t{32} << 20;
   int timeout_keep_alive = 30;
   std::string debug_scripted_output;
+  std::string allowed_origins, allowed_methods, allowed_headers;
+  bool allow_credentials = false;
   bool disable_log_stats = false;
   bool enable_log_requests = false;
   int max_log_len = -1;
@@ -70,6 +72,10 @@ int RunServe(const ServeFlags& f) {
   o.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.shutdown_timeout * 1000));
   o.http.max_body_bytes = f.max_request_body_bytes;
   o.http.header_timeout = std::chrono::seconds(f.timeout_keep_alive);
+  auto cors = server::ParseCorsPolicy(f.allowed_origins, f.allowed_methods, f.allowed_headers,
+                                      f.allow_credentials);
+  if (!cors.ok()) return ReportError(cors.status());
+  o.cors = *cors;
   o.log_requests = f.enable_log_requests;
   o.max_log_len = f.max_log_len;
   if (f.disable_log_stats) {
@@ -164,6 +170,14 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"critical", "error", "warning", "info", "debug", "trace"}));
   cmd->add_flag("--disable-uvicorn-access-log,--disable-fastapi-docs")
       ->description("Accepted as vLLM takes them; there is no access log and no docs page");
+  cmd->add_option("--allowed-origins", f->allowed_origins,
+                  "Browser origins that may call the API, as a JSON list (default '[\"*\"]')");
+  cmd->add_option("--allowed-methods", f->allowed_methods,
+                  "HTTP methods browsers may use, as a JSON list (default '[\"*\"]')");
+  cmd->add_option("--allowed-headers", f->allowed_headers,
+                  "Request headers browsers may send, as a JSON list (default '[\"*\"]')");
+  cmd->add_flag("--allow-credentials", f->allow_credentials,
+                "Let browsers send credentials (cookies, HTTP auth) cross-origin");
   cmd->add_flag("--enable-prompt-tokens-details")
       ->description(
           "Accepted as vLLM takes it; usage.prompt_tokens_details.cached_tokens is always sent");

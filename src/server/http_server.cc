@@ -78,6 +78,7 @@ net::awaitable<bool> HttpExchange::Respond(http::status status, std::string cont
   http::response<http::string_body> res{status, request_.version()};
   res.set(http::field::server, "xinfer");
   res.set(http::field::content_type, content_type);
+  for (const auto& [k, v] : response_headers_) res.set(k, v);
   for (const auto& [k, v] : extra) res.set(k, v);
   res.keep_alive(keep_alive_);
   res.body() = std::move(body);
@@ -96,6 +97,7 @@ net::awaitable<bool> HttpExchange::BeginStream(std::string content_type) {
   res.set(http::field::server, "xinfer");
   res.set(http::field::content_type, content_type);
   res.set(http::field::cache_control, "no-cache");
+  for (const auto& [k, v] : response_headers_) res.set(k, v);
   res.keep_alive(keep_alive_);
   res.chunked(true);
   responded_ = true;

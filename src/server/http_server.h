@@ -57,6 +57,10 @@ class HttpExchange {
   bool keep_alive() const { return keep_alive_; }
   void set_keep_alive(bool k) { keep_alive_ = k; }
 
+  // Headers every response of this exchange carries (Respond, BeginStream), e.g. CORS ones.
+  void AddResponseHeaders(const Headers& headers) {
+    response_headers_.insert(response_headers_.end(), headers.begin(), headers.end());
+  }
   // A complete response. Returns false when the client is gone.
   net::awaitable<bool> Respond(http::status status, std::string content_type, std::string body,
                                const Headers& extra = {});
@@ -80,6 +84,7 @@ class HttpExchange {
   bool keep_alive_;
   bool responded_ = false;
   bool streaming_ = false;
+  Headers response_headers_;
 };
 
 using Handler = std::function<net::awaitable<void>(HttpExchange&)>;

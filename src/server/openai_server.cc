@@ -139,6 +139,14 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   if (size_t q = path.find('?'); q != std::string::npos) path.resize(q);
   const bool get = req.method() == http::verb::get;
   const bool post = req.method() == http::verb::post;
+  // CORS first: a browser's preflight carries no API key, and errors must be readable by the
+  // page too.
+  if (std::optional<PreflightResponse> preflight = CorsPreflight(options_.cors, req)) {
+    co_await ex.Respond(static_cast<http::status>(preflight->status), "text/plain; charset=utf-8",
+                        std::move(preflight->body), preflight->headers);
+    co_return;
+  }
+  ex.AddResponseHeaders(CorsResponseHeaders(options_.cors, req));
 
   if (path.rfind("/v1/", 0) == 0 && !options_.config.api_key.empty()) {
     const std::string auth(req[http::field::authorization]);

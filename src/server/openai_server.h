@@ -17,6 +17,7 @@
 
 #include "engine/async_engine.h"
 #include "engine/prompt_builder.h"
+#include "server/cors.h"
 #include "server/http_server.h"
 #include "server/protocol.h"
 
@@ -36,6 +37,8 @@ struct ServeOptions {
   // prompt text and ids cut to max_log_len (-1: whole; vLLM's --max-log-len).
   bool log_requests = false;
   int max_log_len = -1;
+  // Which browser origins may call the API (cors.h; vLLM's --allowed-origins and friends).
+  CorsPolicy cors;
 };
 
 class OpenAIServer {

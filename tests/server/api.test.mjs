@@ -601,6 +601,62 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
       /override_generation_config: top_p must be a number/);
   });
 
+  test('CORS as vLLM answers browsers: any origin by default, preflights before the API key',
+    async () => {
+      const origin = 'http://ui.example';
+      const srv = await startServer(STORIES, ['--api-key', 'k'], { name: 'stories' });
+      try {
+        const pre = await fetch(`${srv.baseURL}/v1/chat/completions`, {
+          method: 'OPTIONS',
+          headers: { Origin: origin, 'Access-Control-Request-Method': 'POST',
+            'Access-Control-Request-Headers': 'authorization, content-type' },
+        });
+        assert.equal(pre.status, 200);
+        assert.equal(pre.headers.get('access-control-allow-origin'), '*');
+        assert.equal(pre.headers.get('access-control-allow-headers'), 'authorization, content-type');
+        assert.match(pre.headers.get('access-control-allow-methods'), /POST/);
+        // Errors are readable by the page too.
+        const unauthorized = await fetch(`${srv.baseURL}/v1/models`, { headers: { Origin: origin } });
+        assert.equal(unauthorized.status, 401);
+        assert.equal(unauthorized.headers.get('access-control-allow-origin'), '*');
+        // A streamed answer carries it from its first bytes.
+        const streamed = await fetch(`${srv.baseURL}/v1/completions`, {
+          method: 'POST',
+          headers: { Origin: origin, Authorization: 'Bearer k', 'Content-Type': 'application/json' },
+          body: JSON.stringify({ model: 'stories', prompt: 'The', max_tokens: 4, stream: true }),
+        });
+        assert.equal(streamed.status, 200);
+        assert.equal(streamed.headers.get('access-control-allow-origin'), '*');
+        assert.match(await streamed.text(), /data: \[DONE\]/);
+        // The official client, as a page would use it, unaffected.
+        const r = await srv.client({ apiKey: 'k', defaultHeaders: { Origin: origin } })
+          .completions.create({ model: 'stories', prompt: 'The', max_tokens: 2 }).withResponse();
+        assert.equal(r.response.headers.get('access-control-allow-origin'), '*');
+      } finally {
+        assert.equal((await srv.stop()).code, 0);
+      }
+      const listed = await startServer(STORIES,
+        ['--allowed-origins', '["http://a.example"]', '--allowed-methods', '["GET", "POST"]'],
+        { name: 'stories' });
+      try {
+        const a = await fetch(`${listed.baseURL}/v1/models`, { headers: { Origin: 'http://a.example' } });
+        assert.equal(a.headers.get('access-control-allow-origin'), 'http://a.example');
+        assert.equal(a.headers.get('vary'), 'Origin');
+        const other = await fetch(`${listed.baseURL}/v1/models`, { headers: { Origin: origin } });
+        assert.equal(other.status, 200);  // the browser, not the server, withholds the answer
+        assert.equal(other.headers.get('access-control-allow-origin'), null);
+        const denied = await fetch(`${listed.baseURL}/v1/models`, {
+          method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'DELETE' },
+        });
+        assert.equal(denied.status, 400);
+        assert.equal(await denied.text(), 'Disallowed CORS origin, method');
+      } finally {
+        assert.equal((await listed.stop()).code, 0);
+      }
+      await assert.rejects(startServer(STORIES, ['--allowed-origins', '*']),
+        /--allowed-origins must be a JSON list of strings/);
+    });
+
   test('--seed: the same unseeded samples after a restart, other samples with another seed',
     async () => {
       const first = await sampleAfterStart(7);

@@ -139,7 +139,12 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout,
                   "Seconds in-flight requests may take to finish after SIGTERM (default 30)");
   cmd->add_option("--reasoning-parser", f->reasoning_parser,
-                  "Split <think> reasoning into reasoning_content: qwen3");
+                  "Split <think> reasoning into reasoning_content: qwen3 (Qwen3), or deepseek_r1 "
+                  "(QwQ, DeepSeek-R1-Distill-Qwen: the output starts inside the reasoning)");
+  cmd->add_flag("--enable-reasoning")
+      ->description(
+          "Accepted as older vLLM takes it; reasoning is split whenever --reasoning-parser is "
+          "given");
   cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
                 "Parse tool calls when tool_choice is auto");
   cmd->add_option("--tool-call-parser", f->tool_call_parser, "Tool call format: hermes");

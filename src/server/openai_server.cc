@@ -49,8 +49,8 @@ StatusOr<std::unique_ptr<OpenAIServer>> OpenAIServer::Create(std::unique_ptr<Asy
                            c.tool_call_parser);
   if (c.enable_auto_tool_choice && c.tool_call_parser.empty())
     return InvalidArgument("--enable-auto-tool-choice requires --tool-call-parser");
-  if (!c.reasoning_parser.empty() && c.reasoning_parser != "qwen3")
-    return InvalidArgument("--reasoning-parser: only 'qwen3' is supported, got '{}'",
+  if (!c.reasoning_parser.empty() && !ReasoningFormatNamed(c.reasoning_parser))
+    return InvalidArgument("--reasoning-parser: qwen3 or deepseek_r1, got '{}'",
                            c.reasoning_parser);
   if (options.io_threads < 1) return InvalidArgument("io threads must be >= 1");
   if (options.shutdown_timeout.count() < 0)

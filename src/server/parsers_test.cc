@@ -16,16 +16,17 @@ namespace {
 using nlohmann::json;
 
 TEST(ReasoningParserTest, SplitsWholeOutput) {
-  auto r = SplitQwen3Reasoning("<think>\nhmm\n</think>\n\nHello");
+  auto r = SplitReasoning("<think>\nhmm\n</think>\n\nHello", ReasoningFormat::kQwen3);
   EXPECT_EQ(*r.reasoning, "\nhmm\n");
   EXPECT_EQ(*r.content, "\n\nHello");
-  r = SplitQwen3Reasoning("just content");
+  r = SplitReasoning("just content", ReasoningFormat::kQwen3);
   EXPECT_FALSE(r.reasoning);
   EXPECT_EQ(*r.content, "just content");
-  r = SplitQwen3Reasoning("<think>truncated");
+  r = SplitReasoning("<think>truncated", ReasoningFormat::kQwen3);
   EXPECT_EQ(*r.reasoning, "truncated");
   EXPECT_FALSE(r.content);
-  r = SplitQwen3Reasoning("prompt-opened</think>answer");  // <think> was in the prompt
+  r = SplitReasoning("prompt-opened</think>answer",
+                     ReasoningFormat::kQwen3);  // <think> was in the prompt
   EXPECT_EQ(*r.reasoning, "prompt-opened");
   EXPECT_EQ(*r.content, "answer");
 }
@@ -35,7 +36,7 @@ TEST(ReasoningParserTest, StreamingMatchesWholeForEveryCut) {
   const std::string text = "<think>\nabc</thi nk>x\n</think>\n\nThe answer";
   for (size_t i = 0; i <= text.size(); ++i) {
     for (size_t j = i; j <= text.size(); ++j) {
-      Qwen3ReasoningStream s;
+      ReasoningStream s(ReasoningFormat::kQwen3);
       std::string reasoning, content;
       for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)}) {
         auto d = s.Append(piece);
@@ -47,6 +48,51 @@ TEST(ReasoningParserTest, StreamingMatchesWholeForEveryCut) {
       content += d.content;
       ASSERT_EQ(reasoning, "\nabc</thi nk>x\n") << i << "," << j;
       ASSERT_EQ(content, "\n\nThe answer") << i << "," << j;
+    }
+  }
+}
+
+// deepseek_r1: the chat template opened "<think>" in the prompt, so the output is reasoning until
+// "</think>" (all of it when there is none).
+TEST(ReasoningParserTest, DeepSeekR1OutputStartsInsideTheReasoning) {
+  constexpr auto kR1 = ReasoningFormat::kDeepSeekR1;
+  auto r = SplitReasoning("step 1\n</think>\n\nanswer", kR1);
+  EXPECT_EQ(*r.reasoning, "step 1\n");
+  EXPECT_EQ(*r.content, "\n\nanswer");
+  r = SplitReasoning("<think>step</think>answer", kR1);
+  EXPECT_EQ(*r.reasoning, "step");
+  EXPECT_EQ(*r.content, "answer");
+  r = SplitReasoning("still thinking", kR1);  // cut by max_tokens
+  EXPECT_EQ(*r.reasoning, "still thinking");
+  EXPECT_FALSE(r.content);
+  r = SplitReasoning("</think>", kR1);
+  EXPECT_EQ(*r.reasoning, "");
+  EXPECT_FALSE(r.content);
+  // qwen3 reads the unclosed text as content instead.
+  EXPECT_EQ(*SplitReasoning("still thinking", ReasoningFormat::kQwen3).content, "still thinking");
+  EXPECT_EQ(ReasoningFormatNamed("deepseek_r1"), kR1);
+  EXPECT_EQ(ReasoningFormatNamed("qwen3"), ReasoningFormat::kQwen3);
+  EXPECT_FALSE(ReasoningFormatNamed("granite"));
+
+  // Streamed in three pieces cut anywhere: the same split as the whole text.
+  for (const std::string text :
+       {"a<b</think>c", "<think>x</thi</think>y", "no end <thi", "<thi", "<think>", ""}) {
+    const ReasoningSplit whole = SplitReasoning(text, kR1);
+    for (size_t i = 0; i <= text.size(); ++i) {
+      for (size_t j = i; j <= text.size(); ++j) {
+        ReasoningStream s(kR1);
+        std::string reasoning, content;
+        for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)}) {
+          auto d = s.Append(piece);
+          reasoning += d.reasoning;
+          content += d.content;
+        }
+        auto d = s.Finish();
+        reasoning += d.reasoning;
+        content += d.content;
+        ASSERT_EQ(reasoning, whole.reasoning.value_or("")) << text << " " << i << "," << j;
+        ASSERT_EQ(content, whole.content.value_or("")) << text << " " << i << "," << j;
+      }
     }
   }
 }

@@ -256,7 +256,7 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   bool include_tools = false;
   std::shared_ptr<const JsonSchema> forced_tool_schema;
   XI_RETURN_IF_ERROR(CheckTools(body, ctx, r, &include_tools, &forced_tool_schema));
-  r.parse_reasoning = ctx.config.reasoning_parser == "qwen3";
+  r.reasoning = ReasoningFormatNamed(ctx.config.reasoning_parser);
   // OpenAI chat: `logprobs` is a boolean and top_logprobs needs it.
   if (body.contains("logprobs") && !body["logprobs"].is_null() && !body["logprobs"].is_boolean())
     return InvalidArgument("logprobs must be a boolean");

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/prompt_builder.h"
 #include "sampling/sampling_params.h"
+#include "server/reasoning_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace xinfer::server {
@@ -59,8 +61,9 @@ struct GenerationRequest {
   // tool_choice "required": the output is a JSON list of {"name", "parameters"} (guided), returned
   // as those tool calls (as vLLM does).
   bool tools_required = false;
-  bool parse_reasoning = false;  // --reasoning-parser qwen3
-  bool echo = false;             // completions: prepend the prompt text
+  // --reasoning-parser qwen3 / deepseek_r1: how reasoning_content is split off.
+  std::optional<ReasoningFormat> reasoning;
+  bool echo = false;  // completions: prepend the prompt text
 };
 
 // The error chat requests get when the model has no chat template.

@@ -16,12 +16,22 @@ size_t PartialTagSuffix(std::string_view s, std::string_view tag) {
 
 }  // namespace
 
-ReasoningSplit SplitQwen3Reasoning(std::string_view text) {
+std::optional<ReasoningFormat> ReasoningFormatNamed(std::string_view parser) {
+  if (parser == "qwen3") return ReasoningFormat::kQwen3;
+  if (parser == "deepseek_r1") return ReasoningFormat::kDeepSeekR1;
+  return std::nullopt;
+}
+
+ReasoningSplit SplitReasoning(std::string_view text, ReasoningFormat format) {
   ReasoningSplit r;
   const bool starts = text.substr(0, kStart.size()) == kStart;
   const size_t end = text.find(kEnd);
   if (end == std::string_view::npos) {
-    if (starts) {
+    if (format == ReasoningFormat::kDeepSeekR1) {
+      // Thinking was opened in the prompt and has not closed: all of it is reasoning.
+      if (starts) text.remove_prefix(kStart.size());
+      if (!text.empty()) r.reasoning = std::string(text);
+    } else if (starts) {
       r.reasoning = std::string(text.substr(kStart.size()));
     } else if (!text.empty()) {
       r.content = std::string(text);
@@ -36,7 +46,7 @@ ReasoningSplit SplitQwen3Reasoning(std::string_view text) {
   return r;
 }
 
-Qwen3ReasoningStream::Delta Qwen3ReasoningStream::Append(std::string_view text) {
+ReasoningStream::Delta ReasoningStream::Append(std::string_view text) {
   Delta d;
   pending_.append(text);
   if (state_ == State::kStart) {
@@ -47,7 +57,8 @@ Qwen3ReasoningStream::Delta Qwen3ReasoningStream::Append(std::string_view text) 
       pending_.erase(0, kStart.size());
       state_ = State::kReasoning;
     } else {
-      state_ = State::kContent;
+      // deepseek_r1: "<think>" was in the prompt, so the output starts inside the reasoning.
+      state_ = format_ == ReasoningFormat::kDeepSeekR1 ? State::kReasoning : State::kContent;
     }
   }
   if (state_ == State::kReasoning) {
@@ -67,9 +78,10 @@ Qwen3ReasoningStream::Delta Qwen3ReasoningStream::Append(std::string_view text) 
   return d;
 }
 
-Qwen3ReasoningStream::Delta Qwen3ReasoningStream::Finish() {
+ReasoningStream::Delta ReasoningStream::Finish() {
   Delta d;
-  if (state_ == State::kReasoning) {
+  if (state_ == State::kReasoning ||
+      (state_ == State::kStart && format_ == ReasoningFormat::kDeepSeekR1)) {
     d.reasoning = std::move(pending_);
   } else {
     d.content = std::move(pending_);

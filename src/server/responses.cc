@@ -35,7 +35,7 @@ ResponseBuilder::ResponseBuilder(const GenerationRequest& request, const Tokeniz
     Choice& c = choices_[i];
     c.index = static_cast<int>(i);
     if (req_.endpoint == Endpoint::kChat) {
-      if (req_.parse_reasoning) c.reasoning.emplace();
+      if (req_.reasoning) c.reasoning.emplace(*req_.reasoning);
       if (req_.parse_tool_calls) c.tools.emplace();
     } else if (req_.echo) {
       c.text = EchoText(tokenizer_, req_.prompts[i / n]);
@@ -159,9 +159,9 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     return td.content;
   };
   if (c.reasoning) {
-    Qwen3ReasoningStream::Delta rd = c.reasoning->Append(content);
+    ReasoningStream::Delta rd = c.reasoning->Append(content);
     if (out.finished) {
-      Qwen3ReasoningStream::Delta rest = c.reasoning->Finish();
+      ReasoningStream::Delta rest = c.reasoning->Finish();
       rd.reasoning += rest.reasoning;
       rd.content += rest.content;
     }
@@ -267,8 +267,8 @@ json ResponseBuilder::Response() {
     }
     if (req_.params.logprobs >= 0) lps = ChatLogprobs(c.logprobs);
     json reasoning = nullptr, content = c.text;
-    if (req_.parse_reasoning) {
-      ReasoningSplit r = SplitQwen3Reasoning(c.text);
+    if (req_.reasoning) {
+      ReasoningSplit r = SplitReasoning(c.text, *req_.reasoning);
       reasoning = r.reasoning ? json(*r.reasoning) : json();
       content = r.content ? json(*r.content) : json();
     }

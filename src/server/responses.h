@@ -40,7 +40,7 @@ class ResponseBuilder {
     bool finished = false;
     int completion_tokens = 0;
     size_t text_offset = 0;  // completions logprobs
-    std::optional<Qwen3ReasoningStream> reasoning;
+    std::optional<ReasoningStream> reasoning;
     std::optional<HermesToolStream> tools;
     std::string forced_call_id;  // a named tool_choice's call, once its first delta went out
     std::optional<RequiredToolCallStream> required;  // tool_choice "required"

@@ -1,4 +1,4 @@
-// Tool calls (--tool-call-parser hermes) and reasoning (--reasoning-parser qwen3) through the
+// Tool calls (--tool-call-parser hermes) and reasoning (--reasoning-parser qwen3 / deepseek_r1) through the
 // real HTTP path: the hidden --debug-scripted-output option makes the engine emit chosen text
 // (as token ids) for prompts containing a trigger, since a random tiny model never would.
 import { test, describe, before, after } from 'node:test';
@@ -169,5 +169,57 @@ describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(
     const r = await client.chat.completions.create(ask('SCRIPT_BROKEN'));
     assert.match(r.choices[0].message.content, /oops/);
     assert.equal(r.choices[0].finish_reason, 'stop');
+  });
+});
+
+// --reasoning-parser deepseek_r1 (QwQ, DeepSeek-R1-Distill-Qwen): their chat templates open
+// "<think>" in the prompt, so the output starts inside the reasoning.
+describe('deepseek_r1 reasoning parser (scripted model)', { skip: skipUnless(QWEN) }, () => {
+  let srv, client, tmp;
+  before(async () => {
+    tmp = makeTempDir('xinfer-script-');
+    const file = path.join(tmp.dir, 'script.json');
+    writeFileSync(file, JSON.stringify([
+      { trigger: 'SCRIPT_R1_CUT', output: 'Still thinking about the' },
+      { trigger: 'SCRIPT_R1', output: 'Six times seven.\n</think>\n\nThe answer is 42.' },
+    ]));
+    // (--enable-reasoning: older vLLM command lines pass it with the parser.)
+    srv = await startServer(QWEN, ['--reasoning-parser', 'deepseek_r1', '--enable-reasoning',
+      '--debug-scripted-output', file]);
+    client = srv.client();
+  });
+  after(async () => {
+    try {
+      assert.equal((await srv.stop()).code, 0);
+    } finally {
+      tmp?.remove();
+    }
+  });
+  const ask = (content, extra = {}) => ({ model: 'test-model',
+    messages: [{ role: 'user', content }], max_tokens: 100, ...extra });
+
+  test('reasoning until </think>, streamed the same', async () => {
+    const r = await client.chat.completions.create(ask('SCRIPT_R1 what is 6*7?'));
+    const m = r.choices[0].message;
+    assert.equal(m.reasoning_content, 'Six times seven.\n');
+    assert.equal(m.content, '\n\nThe answer is 42.');
+    let reasoning = '', content = '';
+    for await (const chunk of await client.chat.completions.create(ask('SCRIPT_R1 6*7?', { stream: true }))) {
+      reasoning += chunk.choices[0]?.delta.reasoning_content ?? '';
+      content += chunk.choices[0]?.delta.content ?? '';
+    }
+    assert.equal(reasoning, m.reasoning_content);
+    assert.equal(content, m.content);
+  });
+
+  test('an output that never closes its thinking is all reasoning', async () => {
+    const r = await client.chat.completions.create(ask('SCRIPT_R1_CUT think'));
+    assert.equal(r.choices[0].message.reasoning_content, 'Still thinking about the');
+    assert.equal(r.choices[0].message.content, null);
+  });
+
+  test('other parsers are refused at startup', async () => {
+    await assert.rejects(startServer(QWEN, ['--reasoning-parser', 'granite']),
+      /--reasoning-parser: qwen3 or deepseek_r1, got 'granite'/);
   });
 });

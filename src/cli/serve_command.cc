@@ -21,7 +21,7 @@ struct ServeFlags {
   EngineConfig engine;
   std::string host = "127.0.0.1";
   int port = 8000;
-  std::string served_model_name;
+  std::vector<std::string> served_model_names;
   std::string api_key;
   std::string chat_template;
   int max_queue_len = 0;
@@ -59,7 +59,11 @@ int RunServe(const ServeFlags& f) {
   if (f.timeout_keep_alive < 1)
     return ReportError(InvalidArgument("--timeout-keep-alive must be >= 1"));
   server::ServeOptions o;
-  o.config.served_model_name = f.served_model_name.empty() ? f.engine.model : f.served_model_name;
+  o.config.served_model_name =
+      f.served_model_names.empty() ? f.engine.model : f.served_model_names[0];
+  if (f.served_model_names.size() > 1)
+    o.config.served_model_aliases.assign(f.served_model_names.begin() + 1,
+                                         f.served_model_names.end());
   o.config.model_path = f.engine.model;
   o.config.api_key = f.api_key;
   o.config.version = XINFER_VERSION;
@@ -130,8 +134,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("model", f->engine.model, "Hugging Face model folder")->required();
   cmd->add_option("--host", f->host, "Address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", f->port, "Port (default 8000; 0 picks a free one)");
-  cmd->add_option("--served-model-name", f->served_model_name,
-                  "Model name in the API (default: the model path)");
+  cmd->add_option("--served-model-name", f->served_model_names,
+                  "Model name(s) in the API (default: the model path); requests may use any, "
+                  "metrics and logs the first");
   cmd->add_option("--api-key", f->api_key, "Require 'Authorization: Bearer KEY' on /v1/ routes");
   cmd->add_option("--chat-template", f->chat_template, "Chat template file or text");
   cmd->add_option("--max-queue-len", f->max_queue_len,

@@ -122,15 +122,20 @@ StatusOr<json> OpenAIServer::DetokenizeBody(const json& body) const {
 }
 
 json OpenAIServer::ModelsBody() const {
-  json model = {{"id", options_.config.served_model_name},
-                {"object", "model"},
-                {"created", created_},
-                {"owned_by", "xinfer"},
-                {"root", options_.config.model_path},
-                {"parent", nullptr},
-                {"max_model_len", engine_->config().max_model_len},
-                {"permission", json::array()}};
-  return {{"object", "list"}, {"data", json::array({model})}};
+  json data = json::array();
+  std::vector<std::string> names = {options_.config.served_model_name};
+  names.insert(names.end(), options_.config.served_model_aliases.begin(),
+               options_.config.served_model_aliases.end());
+  for (const std::string& name : names)
+    data.push_back({{"id", name},
+                    {"object", "model"},
+                    {"created", created_},
+                    {"owned_by", "xinfer"},
+                    {"root", options_.config.model_path},
+                    {"parent", nullptr},
+                    {"max_model_len", engine_->config().max_model_len},
+                    {"permission", json::array()}});
+  return {{"object", "list"}, {"data", data}};
 }
 
 net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <set>
@@ -31,7 +32,9 @@ bool IsTrue(const json& body, const char* key) {
 Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationRequest& r) {
   if (!body.is_object()) return InvalidArgument("the request body must be a JSON object");
   XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
-  r.model = ctx.config.served_model_name;
+  // The name the request used (one of the served names), as vLLM echoes it.
+  r.model = body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>()
+                                                                : ctx.config.served_model_name;
   r.created = NowSeconds();
   if (body.contains("stream") && !body["stream"].is_null()) {
     if (!body["stream"].is_boolean()) return InvalidArgument("stream must be a boolean");
@@ -242,7 +245,10 @@ Status CheckModel(const json& body, const ServerConfig& config) {
   if (!body.is_object() || !body.contains("model") || body["model"].is_null()) return Status::Ok();
   if (!body["model"].is_string()) return InvalidArgument("model must be a string");
   const std::string m = body["model"].get<std::string>();
-  if (m != config.served_model_name) return NotFound("The model `{}` does not exist.", m);
+  if (m != config.served_model_name &&
+      std::find(config.served_model_aliases.begin(), config.served_model_aliases.end(), m) ==
+          config.served_model_aliases.end())
+    return NotFound("The model `{}` does not exist.", m);
   return Status::Ok();
 }
 

@@ -19,7 +19,10 @@ namespace xinfer::server {
 
 // Server-wide settings the protocol needs (from `xinfer serve` flags).
 struct ServerConfig {
-  std::string served_model_name;
+  std::string served_model_name;  // the first of served_model_names: metrics, logs
+  // vLLM's --served-model-name takes several: a request may name any of them (its answer echoes
+  // the one named), and /v1/models lists each. Empty: served_model_name alone.
+  std::vector<std::string> served_model_aliases;
   std::string model_path;
   std::string api_key;  // empty: no authentication
   std::string version;

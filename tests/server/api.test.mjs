@@ -657,6 +657,31 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
         /--allowed-origins must be a JSON list of strings/);
     });
 
+  test('--served-model-name with several names: a request may use any, /v1/models lists each',
+    async () => {
+      // (startServer passes --served-model-name stories first; CLI11 appends the second.)
+      const srv = await startServer(STORIES, ['--served-model-name', 'stories-alias'],
+        { name: 'stories' });
+      try {
+        const client = srv.client();
+        assert.deepEqual((await client.models.list()).data.map((m) => m.id),
+          ['stories', 'stories-alias']);
+        const r = await client.completions.create({ model: 'stories-alias', prompt: 'The',
+          max_tokens: 2 });
+        assert.equal(r.model, 'stories-alias');
+        assert.equal((await client.completions.create({ model: 'stories', prompt: 'The',
+          max_tokens: 2 })).model, 'stories');
+        const other = await raw(srv.baseURL, 'POST', '/v1/completions',
+          { model: 'nope', prompt: 'The' });
+        assert.equal(other.status, 404);
+        // Metrics are labelled with the first name.
+        assert.equal(metric(await metrics(srv.baseURL), 'vllm:request_success_total',
+          'model_name="stories",finished_reason="length"'), 2);
+      } finally {
+        assert.equal((await srv.stop()).code, 0);
+      }
+    });
+
   test('--seed: the same unseeded samples after a restart, other samples with another seed',
     async () => {
       const first = await sampleAfterStart(7);

@@ -11,6 +11,20 @@
 namespace xinfer {
 namespace {
 
+// One token per block and a budget the weights take much of: a weight count off by the bytes of
+// one token's K and V moves the block count.
+EngineConfig SmallBudget(const std::string& model) {
+  EngineConfig c;
+  c.model = testing::SharedDir() + "/models/" + model;
+  c.block_size = 1;
+  c.max_model_len = 256;
+  c.max_num_seqs = 1024;
+  c.gpu_memory_utilization = 0.5;
+  c.cpu_memory_budget = 128 << 20;
+  c.threads = 1;
+  return c;
+}
+
 TEST(PlanTest, KvBlocksFromTheFileHeadersAreTheEnginesBlocks) {
   XI_REQUIRE_SHARED("models/tiny-qwen3");
   const char* models[] = {"tiny-qwen3",           "tiny-qwen2",
@@ -21,18 +35,9 @@ TEST(PlanTest, KvBlocksFromTheFileHeadersAreTheEnginesBlocks) {
     for (const char* dtype : {"auto", "bfloat16"}) {
       for (const char* kv_dtype : {"auto", "float32"}) {
         SCOPED_TRACE(std::string(model) + " --dtype " + dtype + " --kv-cache-dtype " + kv_dtype);
-        EngineConfig c;
-        c.model = testing::SharedDir() + "/models/" + model;
+        EngineConfig c = SmallBudget(model);
         c.dtype = dtype;
         c.kv_cache_dtype = kv_dtype;
-        // One token per block and a budget the weights take most of: a weight count off by the
-        // bytes of one token's K and V moves the block count.
-        c.block_size = 1;
-        c.max_model_len = 256;
-        c.max_num_seqs = 1024;
-        c.gpu_memory_utilization = 0.5;
-        c.cpu_memory_budget = 128 << 20;
-        c.threads = 1;
         auto engine = LLMEngine::Create(c);
         ASSERT_TRUE(engine.ok()) << engine.status().ToString();
         auto cost = ComputeModelCost(c.model, c.KvCacheDType(), c.bf16_activations());
@@ -57,13 +62,7 @@ TEST(PlanTest, TensorParallelWeightsAreTheEnginesWeights) {
   for (const char* model : models) {
     for (int tp : {1, 2, 4}) {
       SCOPED_TRACE(std::string(model) + " over " + std::to_string(tp) + " ranks");
-      EngineConfig c;
-      c.model = testing::SharedDir() + "/models/" + model;
-      c.block_size = 1;
-      c.max_model_len = 256;
-      c.max_num_seqs = 4096;
-      c.gpu_memory_utilization = 0.5;
-      c.cpu_memory_budget = 128 << 20;
+      EngineConfig c = SmallBudget(model);
       c.threads = tp;
       c.tensor_parallel_size = tp;
       c.cpu_threads_bind = "nobind";
@@ -83,12 +82,7 @@ TEST(PlanTest, TensorParallelWeightsAreTheEnginesWeights) {
 // A data-parallel replica sizes its cache from its share of the budget, as plan does.
 TEST(PlanTest, DataParallelReplicaBlocksAreThePlansBlocks) {
   XI_REQUIRE_SHARED("models/tinystories-656k");
-  EngineConfig c;
-  c.model = testing::SharedDir() + "/models/tinystories-656k";
-  c.block_size = 1;
-  c.max_model_len = 256;
-  c.max_num_seqs = 1024;
-  c.gpu_memory_utilization = 0.5;
+  EngineConfig c = SmallBudget("tinystories-656k");
   c.cpu_memory_budget = 64 << 20;
   c.threads = 2;
   c.data_parallel_size = 2;

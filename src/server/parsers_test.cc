@@ -31,21 +31,27 @@ TEST(ReasoningParserTest, SplitsWholeOutput) {
   EXPECT_EQ(*r.content, "answer");
 }
 
+// `text` streamed as the deltas [0, i), [i, j), [j, end): the reasoning and the content.
+std::pair<std::string, std::string> StreamInThreePieces(ReasoningFormat format,
+                                                        const std::string& text, size_t i,
+                                                        size_t j) {
+  ReasoningStream s(format);
+  std::string reasoning, content;
+  for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)}) {
+    auto d = s.Append(piece);
+    reasoning += d.reasoning;
+    content += d.content;
+  }
+  auto d = s.Finish();
+  return {reasoning + d.reasoning, content + d.content};
+}
+
 // Every split point into three deltas gives the same result as the whole text.
 TEST(ReasoningParserTest, StreamingMatchesWholeForEveryCut) {
   const std::string text = "<think>\nabc</thi nk>x\n</think>\n\nThe answer";
   for (size_t i = 0; i <= text.size(); ++i) {
     for (size_t j = i; j <= text.size(); ++j) {
-      ReasoningStream s(ReasoningFormat::kQwen3);
-      std::string reasoning, content;
-      for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)}) {
-        auto d = s.Append(piece);
-        reasoning += d.reasoning;
-        content += d.content;
-      }
-      auto d = s.Finish();
-      reasoning += d.reasoning;
-      content += d.content;
+      const auto [reasoning, content] = StreamInThreePieces(ReasoningFormat::kQwen3, text, i, j);
       ASSERT_EQ(reasoning, "\nabc</thi nk>x\n") << i << "," << j;
       ASSERT_EQ(content, "\n\nThe answer") << i << "," << j;
     }
@@ -80,16 +86,7 @@ TEST(ReasoningParserTest, DeepSeekR1OutputStartsInsideTheReasoning) {
     const ReasoningSplit whole = SplitReasoning(text, kR1);
     for (size_t i = 0; i <= text.size(); ++i) {
       for (size_t j = i; j <= text.size(); ++j) {
-        ReasoningStream s(kR1);
-        std::string reasoning, content;
-        for (auto piece : {text.substr(0, i), text.substr(i, j - i), text.substr(j)}) {
-          auto d = s.Append(piece);
-          reasoning += d.reasoning;
-          content += d.content;
-        }
-        auto d = s.Finish();
-        reasoning += d.reasoning;
-        content += d.content;
+        const auto [reasoning, content] = StreamInThreePieces(kR1, text, i, j);
         ASSERT_EQ(reasoning, whole.reasoning.value_or("")) << text << " " << i << "," << j;
         ASSERT_EQ(content, whole.content.value_or("")) << text << " " << i << "," << j;
       }

@@ -20,23 +20,39 @@ const TOOLS = [
     parameters: { type: 'object', properties: { tz: { type: 'string' } } } } },
 ];
 
-describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(QWEN) }, () => {
-  let srv, client, tmp;
-  before(async () => {
-    tmp = makeTempDir('xinfer-script-');
+// A server on tiny-qwen3 whose engine emits the scripts' outputs for their triggers, with `args`;
+// stop() ends it and removes the script file.
+async function startScripted(scripts, args) {
+  const tmp = makeTempDir('xinfer-script-');
+  try {
     const file = path.join(tmp.dir, 'script.json');
-    writeFileSync(file, JSON.stringify(SCRIPTS));
-    srv = await startServer(QWEN, ['--reasoning-parser', 'qwen3', '--enable-auto-tool-choice',
-      '--tool-call-parser', 'hermes', '--debug-scripted-output', file]);
+    writeFileSync(file, JSON.stringify(scripts));
+    const srv = await startServer(QWEN, [...args, '--debug-scripted-output', file]);
+    return {
+      srv,
+      async stop() {
+        try {
+          assert.equal((await srv.stop()).code, 0);
+        } finally {
+          tmp.remove();
+        }
+      },
+    };
+  } catch (e) {
+    tmp.remove();
+    throw e;
+  }
+}
+
+describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(QWEN) }, () => {
+  let scripted, srv, client;
+  before(async () => {
+    scripted = await startScripted(SCRIPTS, ['--reasoning-parser', 'qwen3',
+      '--enable-auto-tool-choice', '--tool-call-parser', 'hermes']);
+    srv = scripted.srv;
     client = srv.client();
   });
-  after(async () => {
-    try {
-      assert.equal((await srv.stop()).code, 0);
-    } finally {
-      tmp?.remove();
-    }
-  });
+  after(async () => { await scripted?.stop(); });
   const ask = (content, extra = {}) => ({ model: 'test-model', tools: TOOLS,
     messages: [{ role: 'user', content }], max_tokens: 200, ...extra });
 
@@ -175,26 +191,16 @@ describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(
 // --reasoning-parser deepseek_r1 (QwQ, DeepSeek-R1-Distill-Qwen): their chat templates open
 // "<think>" in the prompt, so the output starts inside the reasoning.
 describe('deepseek_r1 reasoning parser (scripted model)', { skip: skipUnless(QWEN) }, () => {
-  let srv, client, tmp;
+  let scripted, client;
   before(async () => {
-    tmp = makeTempDir('xinfer-script-');
-    const file = path.join(tmp.dir, 'script.json');
-    writeFileSync(file, JSON.stringify([
+    // (--enable-reasoning: older vLLM command lines pass it with the parser.)
+    scripted = await startScripted([
       { trigger: 'SCRIPT_R1_CUT', output: 'Still thinking about the' },
       { trigger: 'SCRIPT_R1', output: 'Six times seven.\n</think>\n\nThe answer is 42.' },
-    ]));
-    // (--enable-reasoning: older vLLM command lines pass it with the parser.)
-    srv = await startServer(QWEN, ['--reasoning-parser', 'deepseek_r1', '--enable-reasoning',
-      '--debug-scripted-output', file]);
-    client = srv.client();
+    ], ['--reasoning-parser', 'deepseek_r1', '--enable-reasoning']);
+    client = scripted.srv.client();
   });
-  after(async () => {
-    try {
-      assert.equal((await srv.stop()).code, 0);
-    } finally {
-      tmp?.remove();
-    }
-  });
+  after(async () => { await scripted?.stop(); });
   const ask = (content, extra = {}) => ({ model: 'test-model',
     messages: [{ role: 'user', content }], max_tokens: 100, ...extra });
 

@@ -153,7 +153,10 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   }
   ex.AddResponseHeaders(CorsResponseHeaders(options_.cors, req));
 
-  if (path.rfind("/v1/", 0) == 0 && !options_.config.api_key.empty()) {
+  // SageMaker's routes, as vLLM serves them: /ping as /health, /invocations as chat or
+  // completions by the body (behind the API key, unlike vLLM's).
+  const bool invocations = path == "/invocations";
+  if ((path.rfind("/v1/", 0) == 0 || invocations) && !options_.config.api_key.empty()) {
     const std::string auth(req[http::field::authorization]);
     if (auth != "Bearer " + options_.config.api_key) {
       co_await SendError(ex, MakeError(401, auth.empty() ? "missing API key: send "
@@ -162,7 +165,7 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
       co_return;
     }
   }
-  if (path == "/health" && get) {
+  if ((path == "/health" && get) || (path == "/ping" && (get || post))) {
     co_await ex.Respond(http::status::ok, "text/plain", "");
     co_return;
   }
@@ -183,10 +186,10 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   const bool known_post = path == "/v1/chat/completions" || path == "/v1/completions" ||
-                          path == "/tokenize" || path == "/detokenize";
+                          path == "/tokenize" || path == "/detokenize" || invocations;
   if (!known_post || !post) {
-    const bool known_get =
-        path == "/health" || path == "/version" || path == "/metrics" || path == "/v1/models";
+    const bool known_get = path == "/health" || path == "/version" || path == "/metrics" ||
+                           path == "/v1/models" || path == "/ping";
     if (known_post || known_get) {
       co_await SendError(ex, MakeError(405, fmt::format("method {} is not allowed on {}",
                                                         std::string(req.method_string()), path)));
@@ -220,9 +223,15 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   const ProtocolContext ctx = Context();
-  StatusOr<GenerationRequest> parsed = path == "/v1/chat/completions"
-                                           ? ParseChatRequest(body, ctx)
-                                           : ParseCompletionRequest(body, ctx);
+  if (invocations && !body.contains("messages") && !body.contains("prompt")) {
+    co_await SendError(ex, MakeError(400,
+                                     "/invocations takes a chat request (with messages) or a "
+                                     "completion request (with prompt)"));
+    co_return;
+  }
+  const bool chat = path == "/v1/chat/completions" || (invocations && body.contains("messages"));
+  StatusOr<GenerationRequest> parsed =
+      chat ? ParseChatRequest(body, ctx) : ParseCompletionRequest(body, ctx);
   if (!parsed.ok()) {
     co_await RespondError(ex, parsed.status());
     co_return;

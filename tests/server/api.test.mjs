@@ -428,6 +428,26 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.equal(d.json.prompt, 'Hello world');
   });
 
+  test('SageMaker\'s /ping and /invocations, as vLLM serves them', async () => {
+    for (const method of ['GET', 'POST']) assert.equal((await raw(srv.baseURL, method, '/ping')).status, 200);
+    const chat = { model: 'test-model', messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 5, temperature: 0 };
+    const viaChat = await client.chat.completions.create(chat);
+    const inv = await raw(srv.baseURL, 'POST', '/invocations', chat);
+    assert.equal(inv.status, 200);
+    assert.equal(inv.json.object, 'chat.completion');
+    assert.equal(inv.json.choices[0].message.content, viaChat.choices[0].message.content);
+    const prompt = { model: 'test-model', prompt: 'Hello', max_tokens: 5, temperature: 0 };
+    const viaCompletions = await client.completions.create(prompt);
+    const invText = await raw(srv.baseURL, 'POST', '/invocations', prompt);
+    assert.equal(invText.json.object, 'text_completion');
+    assert.equal(invText.json.choices[0].text, viaCompletions.choices[0].text);
+    const neither = await raw(srv.baseURL, 'POST', '/invocations', { model: 'test-model' });
+    assert.equal(neither.status, 400);
+    assert.match(neither.json.error.message, /\/invocations takes a chat request/);
+    assert.equal((await raw(srv.baseURL, 'GET', '/invocations')).status, 405);
+  });
+
   test('metrics use vLLM names', async () => {
     const m = await metrics(srv.baseURL);
     for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting',
@@ -615,6 +635,8 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
         assert.equal(pre.headers.get('access-control-allow-origin'), '*');
         assert.equal(pre.headers.get('access-control-allow-headers'), 'authorization, content-type');
         assert.match(pre.headers.get('access-control-allow-methods'), /POST/);
+        // /invocations is behind the key too.
+        assert.equal((await raw(srv.baseURL, 'POST', '/invocations', { prompt: 'x' })).status, 401);
         // Errors are readable by the page too.
         const unauthorized = await fetch(`${srv.baseURL}/v1/models`, { headers: { Origin: origin } });
         assert.equal(unauthorized.status, 401);

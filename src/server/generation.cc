@@ -3,6 +3,7 @@
 #include "base/logging.h"
 #include "server/errors.h"
 #include "server/responses.h"
+#include "server/responses_api.h"
 
 namespace xinfer::server {
 
@@ -42,7 +43,13 @@ net::awaitable<void> HandleGeneration(HttpExchange& ex, AsyncEngine& engine,
     }
     streams.push_back(std::move(*s));
   }
-  ResponseBuilder builder(req, engine.tokenizer());
+  std::unique_ptr<OutputBuilder> output;
+  if (req.endpoint == Endpoint::kResponses) {
+    output = std::make_unique<ResponsesApiBuilder>(req);
+  } else {
+    output = std::make_unique<ResponseBuilder>(req, engine.tokenizer());
+  }
+  OutputBuilder& builder = *output;
   std::vector<bool> done(streams.size(), false);
   bool started = false;
   for (;;) {

@@ -11,6 +11,7 @@
 #include "server/generation.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
+#include "server/responses_api.h"
 
 namespace xinfer::server {
 
@@ -186,7 +187,8 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   const bool known_post = path == "/v1/chat/completions" || path == "/v1/completions" ||
-                          path == "/tokenize" || path == "/detokenize" || invocations;
+                          path == "/v1/responses" || path == "/tokenize" || path == "/detokenize" ||
+                          invocations;
   if (!known_post || !post) {
     const bool known_get = path == "/health" || path == "/version" || path == "/metrics" ||
                            path == "/v1/models" || path == "/ping";
@@ -230,8 +232,9 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   const bool chat = path == "/v1/chat/completions" || (invocations && body.contains("messages"));
-  StatusOr<GenerationRequest> parsed =
-      chat ? ParseChatRequest(body, ctx) : ParseCompletionRequest(body, ctx);
+  StatusOr<GenerationRequest> parsed = path == "/v1/responses" ? ParseResponsesRequest(body, ctx)
+                                       : chat                  ? ParseChatRequest(body, ctx)
+                                                               : ParseCompletionRequest(body, ctx);
   if (!parsed.ok()) {
     co_await RespondError(ex, parsed.status());
     co_return;

@@ -42,7 +42,7 @@ struct ProtocolContext {
   int max_logprobs = 20;  // EngineConfig::MaxLogprobs
 };
 
-enum class Endpoint { kChat, kCompletion };
+enum class Endpoint { kChat, kCompletion, kResponses };
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
@@ -67,6 +67,8 @@ struct GenerationRequest {
   // --reasoning-parser qwen3 / deepseek_r1: how reasoning_content is split off.
   std::optional<ReasoningFormat> reasoning;
   bool echo = false;  // completions: prepend the prompt text
+  // /v1/responses: the request fields its response object repeats (responses_api.cc).
+  nlohmann::ordered_json responses_echo;
 };
 
 // The error chat requests get when the model has no chat template.

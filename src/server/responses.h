@@ -16,19 +16,33 @@
 
 namespace xinfer::server {
 
-class ResponseBuilder {
+// What HandleGeneration writes a request's engine outputs with: one per HTTP exchange.
+class OutputBuilder {
+ public:
+  virtual ~OutputBuilder() = default;
+  // Records one engine output of prompt `prompt_index`; when streaming, returns the SSE events
+  // it produces.
+  virtual std::string Add(int prompt_index, const RequestOutput& out) = 0;
+  // SSE: the first events of a stream.
+  virtual std::string StreamStart() = 0;
+  // SSE: the last events of a stream.
+  virtual std::string StreamEnd() = 0;
+  // The complete non-streaming response.
+  virtual nlohmann::ordered_json Response() = 0;
+};
+
+// Chat completions and completions.
+class ResponseBuilder : public OutputBuilder {
  public:
   ResponseBuilder(const GenerationRequest& request, const Tokenizer& tokenizer);
 
-  // Records one engine output of prompt `prompt_index`; when streaming, returns the SSE events
-  // ("data: {...}\n\n") it produces.
-  std::string Add(int prompt_index, const RequestOutput& out);
-  // SSE: the first events of a stream (chat: each choice's role delta).
-  std::string StreamStart();
-  // SSE: the usage chunk (when asked for) and "data: [DONE]".
-  std::string StreamEnd();
-  // The complete non-streaming response.
-  nlohmann::ordered_json Response();
+  // Streaming: "data: {...}\n\n" chunks.
+  std::string Add(int prompt_index, const RequestOutput& out) override;
+  // Chat: each choice's role delta.
+  std::string StreamStart() override;
+  // The usage chunk (when asked for) and "data: [DONE]".
+  std::string StreamEnd() override;
+  nlohmann::ordered_json Response() override;
 
  private:
   struct Choice {

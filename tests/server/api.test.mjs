@@ -428,6 +428,71 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.equal(d.json.prompt, 'Hello world');
   });
 
+  test('/v1/responses: the chat answer as a response object, streamed as its events', async () => {
+    const chat = await client.chat.completions.create({ model: 'test-model', messages: [
+      { role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }],
+    max_tokens: 6, temperature: 0 });
+    const req = { model: 'test-model', instructions: 'Be brief.', input: 'Hi', max_output_tokens: 6,
+      temperature: 0 };
+    const r = await client.responses.create(req);
+    assert.equal(r.object, 'response');
+    assert.match(r.id, /^resp_/);
+    assert.equal(r.output_text, chat.choices[0].message.content);
+    assert.equal(r.status, chat.choices[0].finish_reason === 'length' ? 'incomplete' : 'completed');
+    if (r.status === 'incomplete') assert.equal(r.incomplete_details.reason, 'max_output_tokens');
+    assert.equal(r.usage.input_tokens, chat.usage.prompt_tokens);
+    assert.equal(r.usage.output_tokens, chat.usage.completion_tokens);
+    assert.equal(r.usage.total_tokens, chat.usage.total_tokens);
+    assert.equal(r.instructions, 'Be brief.');
+    assert.equal(r.max_output_tokens, 6);
+    assert.equal(r.output.length, 1);
+    assert.equal(r.output[0].type, 'message');
+    assert.equal(r.output[0].role, 'assistant');
+    // The same conversation as message items (developer read as system).
+    const items = await client.responses.create({ ...req, instructions: undefined, input: [
+      { role: 'developer', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'input_text', text: 'Hi' }] }] });
+    assert.equal(items.output_text, r.output_text);
+    // Streamed: numbered events in order, deltas adding up to the text, then the whole response.
+    const events = [];
+    for await (const e of await client.responses.create({ ...req, stream: true })) events.push(e);
+    assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
+    assert.deepEqual(events.slice(0, 4).map((e) => e.type), ['response.created',
+      'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    assert.equal(events.filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => e.delta).join(''), r.output_text);
+    const last = events.at(-1);
+    assert.equal(last.type, `response.${r.status}`);
+    assert.equal(last.response.output[0].content[0].text, r.output_text);
+    assert.equal(last.response.usage.output_tokens, r.usage.output_tokens);
+    // The client's stream helper assembles the same output from the events.
+    const assembled = await client.responses.stream(req).finalResponse();
+    assert.equal(assembled.output[0].content[0].text, r.output_text);
+  });
+
+  test('/v1/responses: text.format json_schema guides the output; what it cannot do is a 400',
+    async () => {
+      const r = await client.responses.create({ model: 'test-model', input: 'A color?',
+        max_output_tokens: 200, text: { format: { type: 'json_schema', name: 'color', strict: true,
+          schema: { type: 'object', properties: { color: { enum: ['red', 'blue'] } },
+            required: ['color'], additionalProperties: false } } } });
+      assert.equal(r.status, 'completed');
+      assert.ok(['red', 'blue'].includes(JSON.parse(r.output_text).color));
+      for (const [extra, message] of [
+        [{ previous_response_id: 'resp_1' }, /previous_response_id is not supported/],
+        [{ tools: [{ type: 'function', name: 'f', parameters: {} }] }, /tools are not supported on \/v1\/responses/],
+        [{ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, /input items of type 'function_call_output'/],
+        [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, /content parts of type 'input_image'/],
+        [{ input: undefined }, /input is required/],
+        [{ max_output_tokens: 0 }, /^max_output_tokens must be >= 1/],
+        [{ text: { format: { type: 'xml' } } }, /text.format.type must be text, json_object or json_schema/]]) {
+        const res = await raw(srv.baseURL, 'POST', '/v1/responses',
+          { model: 'test-model', input: 'Hi', ...extra });
+        assert.equal(res.status, 400, JSON.stringify(extra));
+        assert.match(res.json.error.message, message);
+      }
+    });
+
   test('SageMaker\'s /ping and /invocations, as vLLM serves them', async () => {
     for (const method of ['GET', 'POST']) assert.equal((await raw(srv.baseURL, method, '/ping')).status, 200);
     const chat = { model: 'test-model', messages: [{ role: 'user', content: 'Hi' }],

@@ -120,6 +120,21 @@ describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(
     assert.equal(content, m.content);
   });
 
+  test('/v1/responses: a reasoning item before the message, streamed the same', async () => {
+    const req = { model: 'test-model', input: 'SCRIPT_THINK what is 6*7?', max_output_tokens: 200 };
+    const r = await client.responses.create(req);
+    assert.equal(r.status, 'completed');
+    assert.deepEqual(r.output.map((o) => o.type), ['reasoning', 'message']);
+    assert.equal(r.output[0].content[0].text, '\nLet me think step by step.\n');
+    assert.equal(r.output_text, '\n\nThe answer is 42.');
+    // The client's stream helper builds the same items from the events.
+    const assembled = await client.responses.stream(req).finalResponse();
+    assert.equal(assembled.status, 'completed');
+    assert.deepEqual(assembled.output.map((o) => o.type), ['reasoning', 'message']);
+    assert.equal(assembled.output[0].content[0].text, r.output[0].content[0].text);
+    assert.equal(assembled.output[1].content[0].text, r.output_text);
+  });
+
   test('tool_choice none leaves the text alone', async () => {
     const r = await client.chat.completions.create(ask('SCRIPT_TOOL', { tool_choice: 'none' }));
     assert.match(r.choices[0].message.content, /<tool_call>/);

@@ -1,0 +1,64 @@
+// POST /v1/responses: OpenAI's Responses API, as vLLM serves it for text. A request is read as
+// the chat request it amounts to (instructions as the system message, input as the messages,
+// max_output_tokens, text.format as response_format) and answered as a `response` object, or
+// streamed as its events (response.created ... response.output_text.delta ... response.completed).
+// Output items: the message (one output_text part) and, with --reasoning-parser, a reasoning item
+// before it. Not stored: previous_response_id, conversations, background runs and tools are
+// refused (400 naming them).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "server/protocol.h"
+#include "server/responses.h"
+
+namespace xinfer::server {
+
+StatusOr<GenerationRequest> ParseResponsesRequest(const nlohmann::ordered_json& body,
+                                                  const ProtocolContext& ctx);
+
+// One per exchange; not thread-safe.
+class ResponsesApiBuilder : public OutputBuilder {
+ public:
+  explicit ResponsesApiBuilder(const GenerationRequest& request);
+
+  // Streaming: "event: <type>\ndata: {...}\n\n" events.
+  std::string Add(int prompt_index, const RequestOutput& out) override;
+  // response.created, response.in_progress (once; Add sends them first when they are not out).
+  std::string StreamStart() override;
+  // The open items' done events, then response.completed (or response.incomplete).
+  std::string StreamEnd() override;
+  nlohmann::ordered_json Response() override;
+
+ private:
+  struct Item {
+    std::string id;
+    int output_index = -1;  // -1: not opened yet
+    bool done = false;
+    std::string text;
+  };
+  std::string Emit(nlohmann::ordered_json event);
+  nlohmann::ordered_json ResponseObject(const char* status) const;
+  nlohmann::ordered_json ReasoningItem(const char* status) const;
+  nlohmann::ordered_json MessageItem(const char* status) const;
+  std::string OpenReasoning();
+  std::string CloseReasoning();
+  std::string OpenMessage();
+  std::string CloseMessage();
+
+  const GenerationRequest& req_;
+  std::optional<ReasoningStream> reasoning_stream_;
+  Item reasoning_;
+  Item message_;
+  bool started_ = false;  // response.created sent
+  int next_output_index_ = 0;
+  int sequence_number_ = 0;
+  int prompt_tokens_ = 0;
+  int completion_tokens_ = 0;
+  int cached_tokens_ = 0;
+  std::string finish_reason_;
+};
+
+}  // namespace xinfer::server

@@ -80,6 +80,55 @@ StatusOr<SamplingParams> SamplingDefaults(const EngineConfig& c, int vocab_size)
   return d;
 }
 
+// Where the ranks of data-parallel replica `data_parallel_rank` run and with how many threads.
+struct ReplicaPlacement {
+  std::vector<RankPlacement> ranks;  // tensor_parallel_size of them
+  std::vector<int> threads;          // per rank
+};
+
+StatusOr<ReplicaPlacement> PlaceReplica(const EngineConfig& c, int data_parallel_rank) {
+  const int tp = c.tensor_parallel_size;
+  const int dp = c.data_parallel_size;
+  // Every rank of every replica gets its place; this replica's ranks are tp of them.
+  XI_ASSIGN_OR_RETURN(
+      std::vector<RankPlacement> all,
+      PlanRankPlacement(c.cpu_threads_bind, tp * dp, AllowedCpus(), NumaNodeCpus()));
+  if (dp > 1 && data_parallel_rank == 0) {
+    std::set<int> nodes;
+    for (int d = 0; d < dp; ++d) nodes.insert(all[d * tp].numa_node);
+    if (static_cast<int>(nodes.size()) < dp || nodes.count(-1))
+      XI_LOG_WARN(
+          "the {} data-parallel replicas do not each have a NUMA node of their own: they share "
+          "its memory bandwidth, and every replica reads its own copy of the weights each step "
+          "(measured on one node: 0.65-0.73x the tokens/s of one engine on the same cores; see "
+          "docs/performance.md)",
+          dp);
+  }
+  ReplicaPlacement p;
+  p.ranks.assign(all.begin() + data_parallel_rank * tp,
+                 all.begin() + (data_parallel_rank + 1) * tp);
+  // Threads per rank: an equal share of --threads, else one per CPU of the rank's place; never
+  // more than a bound rank has CPUs (two threads on one CPU would each wait for the other).
+  const int share = c.threads / (tp * dp);
+  for (const RankPlacement& rank : p.ranks) {
+    const int cpus = static_cast<int>(rank.cpus.size());
+    p.threads.push_back(c.threads > 0 ? (cpus > 0 ? std::min(share, cpus) : share)
+                        : cpus > 0    ? cpus
+                                      : AvailableCpuCount() / (tp * dp));
+  }
+  const bool bound = dp > 1 || tp > 1 || c.cpu_threads_bind != "auto";
+  if (bound && c.threads > 0 && share > p.threads[0] && !p.ranks[0].cpus.empty())
+    XI_LOG_WARN(
+        "--threads {} gives each of the {} ranks {} threads, more than the {} CPUs it is bound to "
+        "({}); each rank runs one thread per CPU",
+        c.threads, tp * dp, share, p.ranks[0].cpus.size(), FormatCpuList(p.ranks[0].cpus));
+  if (p.threads[0] < 1)
+    return InvalidArgument(
+        "{} needs at least one thread per rank, but this process may use {} CPUs", c.RanksName(),
+        AvailableCpuCount());
+  return p;
+}
+
 }  // namespace
 
 LLMEngine::~LLMEngine() = default;
@@ -96,42 +145,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   engine->data_parallel_rank_ = data_parallel_rank;
   const int tp = c.tensor_parallel_size;
   const int dp = c.data_parallel_size;
-  // Every rank of every replica gets its place; this replica's ranks are tp of them.
-  XI_ASSIGN_OR_RETURN(
-      std::vector<RankPlacement> placement,
-      PlanRankPlacement(c.cpu_threads_bind, tp * dp, AllowedCpus(), NumaNodeCpus()));
-  if (dp > 1 && data_parallel_rank == 0) {
-    std::set<int> nodes;
-    for (int d = 0; d < dp; ++d) nodes.insert(placement[d * tp].numa_node);
-    if (static_cast<int>(nodes.size()) < dp || nodes.count(-1))
-      XI_LOG_WARN(
-          "the {} data-parallel replicas do not each have a NUMA node of their own: they share "
-          "its memory bandwidth, and every replica reads its own copy of the weights each step "
-          "(measured on one node: 0.65-0.73x the tokens/s of one engine on the same cores; see "
-          "docs/performance.md)",
-          dp);
-  }
-  placement.erase(placement.begin(), placement.begin() + data_parallel_rank * tp);
-  placement.resize(tp);
-  // Threads per rank: an equal share of --threads, else one per CPU of the rank's place; never
-  // more than a bound rank has CPUs (two threads on one CPU would each wait for the other).
-  auto rank_threads = [&](const RankPlacement& place) {
-    const int share = c.threads > 0        ? c.threads / (tp * dp)
-                      : place.cpus.empty() ? AvailableCpuCount() / (tp * dp)
-                                           : static_cast<int>(place.cpus.size());
-    return place.cpus.empty() ? share : std::min(share, static_cast<int>(place.cpus.size()));
-  };
-  const bool bound = dp > 1 || tp > 1 || c.cpu_threads_bind != "auto";
-  if (bound && c.threads / (tp * dp) > rank_threads(placement[0]) && !placement[0].cpus.empty())
-    XI_LOG_WARN(
-        "--threads {} gives each of the {} ranks {} threads, more than the {} CPUs it is bound to "
-        "({}); each rank runs one thread per CPU",
-        c.threads, tp * dp, c.threads / (tp * dp), placement[0].cpus.size(),
-        FormatCpuList(placement[0].cpus));
-  if (rank_threads(placement[0]) < 1)
-    return InvalidArgument(
-        "{} needs at least one thread per rank, but this process may use {} CPUs", c.RanksName(),
-        AvailableCpuCount());
+  XI_ASSIGN_OR_RETURN(const ReplicaPlacement place, PlaceReplica(c, data_parallel_rank));
   CpuBackendOptions backend_options{
       .num_threads = c.threads,
       .bf16_activations = c.bf16_activations(),
@@ -140,16 +154,16 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   if (dp > 1) {
     // A replica: its own share of the threads, and with one rank its own cores and node.
     int threads = 0;
-    for (const RankPlacement& place : placement) threads += rank_threads(place);
+    for (int t : place.threads) threads += t;
     backend_options.num_threads = threads;
     if (tp == 1) {
-      backend_options.cpus = placement[0].cpus;
-      backend_options.numa_node = placement[0].numa_node;
-      engine->bind_stepping_thread_ = !placement[0].cpus.empty();
+      backend_options.cpus = place.ranks[0].cpus;
+      backend_options.numa_node = place.ranks[0].numa_node;
+      engine->bind_stepping_thread_ = !place.ranks[0].cpus.empty();
     }
   } else if (tp == 1 && c.cpu_threads_bind != "auto") {
-    backend_options.cpus = placement[0].cpus;  // one rank: only an explicit list binds
-    if (c.threads > 0) backend_options.num_threads = rank_threads(placement[0]);
+    backend_options.cpus = place.ranks[0].cpus;  // one rank: only an explicit list binds
+    if (c.threads > 0) backend_options.num_threads = place.threads[0];
   }
   engine->backend_ = CreateCpuBackend(backend_options);
   const std::string& tokenizer_path = c.TokenizerPath();
@@ -162,11 +176,11 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   } else {
     // Each rank on its own cores (and NUMA node); engine->backend_ samples between steps.
     std::vector<Backend*> ranks;
-    for (const RankPlacement& place : placement) {
+    for (int r = 0; r < tp; ++r) {
       CpuBackendOptions rank_options = backend_options;
-      rank_options.cpus = place.cpus;
-      rank_options.numa_node = place.numa_node;
-      rank_options.num_threads = rank_threads(place);
+      rank_options.cpus = place.ranks[r].cpus;
+      rank_options.numa_node = place.ranks[r].numa_node;
+      rank_options.num_threads = place.threads[r];
       engine->rank_backends_.push_back(CreateCpuBackend(rank_options));
       ranks.push_back(engine->rank_backends_.back().get());
     }

@@ -16,11 +16,11 @@ json Echo(const json& body) {
           {"max_output_tokens", field("max_output_tokens", nullptr)},
           {"metadata", field("metadata", json::object())},
           {"parallel_tool_calls", field("parallel_tool_calls", true)},
-          {"temperature", field("temperature", 1.0)},
+          {"temperature", nullptr},  // set from the parsed parameters
           {"text", field("text", {{"format", {{"type", "text"}}}})},
           {"tool_choice", field("tool_choice", "auto")},
           {"tools", json::array()},
-          {"top_p", field("top_p", 1.0)},
+          {"top_p", nullptr},
           {"truncation", "disabled"},
           {"user", field("user", nullptr)}};
 }
@@ -136,6 +136,9 @@ StatusOr<GenerationRequest> ParseResponsesRequest(const json& body, const Protoc
   r->endpoint = Endpoint::kResponses;
   r->id = NewRequestId("resp_");
   r->responses_echo = Echo(body);
+  // The sampling values in force (the request's, else the generation config's defaults).
+  r->responses_echo["temperature"] = r->params.temperature;
+  r->responses_echo["top_p"] = r->params.top_p;
   return r;
 }
 

@@ -445,6 +445,8 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.equal(r.usage.total_tokens, chat.usage.total_tokens);
     assert.equal(r.instructions, 'Be brief.');
     assert.equal(r.max_output_tokens, 6);
+    assert.equal(r.temperature, 0);
+    assert.equal(r.top_p, 1);
     assert.equal(r.output.length, 1);
     assert.equal(r.output[0].type, 'message');
     assert.equal(r.output[0].role, 'assistant');

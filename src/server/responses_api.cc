@@ -209,82 +209,44 @@ json ResponsesApiBuilder::ResponseObject(const char* status) const {
   return r;
 }
 
-std::string ResponsesApiBuilder::OpenReasoning() {
-  if (reasoning_.output_index >= 0) return "";
-  reasoning_.output_index = next_output_index_++;
-  json item = ReasoningItem("in_progress");
-  json part = item["content"][0];
-  item["content"] = json::array();
+json ResponsesApiBuilder::PartEvent(const char* type, const Item& item, json fields) {
+  json e = {{"type", type},
+            {"item_id", item.id},
+            {"output_index", item.output_index},
+            {"content_index", 0}};
+  for (auto& [key, value] : fields.items()) e[key] = std::move(value);
+  return e;
+}
+
+std::string ResponsesApiBuilder::OpenItem(Item& item, json full) {
+  if (item.output_index >= 0) return "";
+  item.output_index = next_output_index_++;
+  json part = full["content"][0];
+  full["content"] = json::array();
+  // (One statement per event: the operands of + are evaluated in no fixed order, and the
+  // events' sequence numbers must follow the text. The client's stream helper adds the part from
+  // content_part.added, then the deltas to it.)
   std::string s = Emit({{"type", "response.output_item.added"},
-                        {"output_index", reasoning_.output_index},
-                        {"item", item}});
-  // (The client's stream helper adds the text part from this event, then the deltas to it.)
-  s += Emit({{"type", "response.content_part.added"},
-             {"item_id", reasoning_.id},
-             {"output_index", reasoning_.output_index},
-             {"content_index", 0},
-             {"part", part}});
+                        {"output_index", item.output_index},
+                        {"item", std::move(full)}});
+  s += Emit(PartEvent("response.content_part.added", item, {{"part", std::move(part)}}));
+  return s;
+}
+
+std::string ResponsesApiBuilder::CloseItem(Item& item, const json& full, const char* text_done,
+                                           json text_done_fields) {
+  if (item.output_index < 0 || item.done) return "";
+  item.done = true;
+  std::string s = Emit(PartEvent(text_done, item, std::move(text_done_fields)));
+  s += Emit(PartEvent("response.content_part.done", item, {{"part", full["content"][0]}}));
+  s += Emit(
+      {{"type", "response.output_item.done"}, {"output_index", item.output_index}, {"item", full}});
   return s;
 }
 
 std::string ResponsesApiBuilder::CloseReasoning() {
-  if (reasoning_.output_index < 0 || reasoning_.done) return "";
-  reasoning_.done = true;
-  // (One statement per event: the operands of + are evaluated in no fixed order, and the
-  // events' sequence numbers must follow the text.)
-  const json item = ReasoningItem("completed");
-  std::string s = Emit({{"type", "response.reasoning_text.done"},
-                        {"item_id", reasoning_.id},
-                        {"output_index", reasoning_.output_index},
-                        {"content_index", 0},
-                        {"text", reasoning_.text}});
-  s += Emit({{"type", "response.content_part.done"},
-             {"item_id", reasoning_.id},
-             {"output_index", reasoning_.output_index},
-             {"content_index", 0},
-             {"part", item["content"][0]}});
-  s += Emit({{"type", "response.output_item.done"},
-             {"output_index", reasoning_.output_index},
-             {"item", item}});
-  return s;
-}
-
-std::string ResponsesApiBuilder::OpenMessage() {
-  if (message_.output_index >= 0) return "";
-  message_.output_index = next_output_index_++;
-  json item = MessageItem("in_progress");
-  json part = item["content"][0];
-  item["content"] = json::array();
-  std::string s = Emit({{"type", "response.output_item.added"},
-                        {"output_index", message_.output_index},
-                        {"item", item}});
-  s += Emit({{"type", "response.content_part.added"},
-             {"item_id", message_.id},
-             {"output_index", message_.output_index},
-             {"content_index", 0},
-             {"part", part}});
-  return s;
-}
-
-std::string ResponsesApiBuilder::CloseMessage() {
-  if (message_.done) return "";
-  message_.done = true;
-  const json item = MessageItem("completed");
-  std::string s = Emit({{"type", "response.output_text.done"},
-                        {"item_id", message_.id},
-                        {"output_index", message_.output_index},
-                        {"content_index", 0},
-                        {"text", message_.text},
-                        {"logprobs", json::array()}});
-  s += Emit({{"type", "response.content_part.done"},
-             {"item_id", message_.id},
-             {"output_index", message_.output_index},
-             {"content_index", 0},
-             {"part", item["content"][0]}});
-  s += Emit({{"type", "response.output_item.done"},
-             {"output_index", message_.output_index},
-             {"item", item}});
-  return s;
+  return CloseItem(reasoning_, ReasoningItem("completed"), "response.reasoning_text.done",
+                   {{"text", reasoning_.text}});
 }
 
 std::string ResponsesApiBuilder::Add(int /*prompt_index*/, const RequestOutput& out) {
@@ -306,28 +268,20 @@ std::string ResponsesApiBuilder::Add(int /*prompt_index*/, const RequestOutput& 
     content = std::move(d.content);
   }
   if (!reasoning.empty()) {
-    if (req_.stream) s += OpenReasoning();
+    if (req_.stream) {
+      s += OpenItem(reasoning_, ReasoningItem("in_progress"));
+      s += Emit(PartEvent("response.reasoning_text.delta", reasoning_, {{"delta", reasoning}}));
+    }
     reasoning_.text += reasoning;
-    if (req_.stream)
-      s += Emit({{"type", "response.reasoning_text.delta"},
-                 {"item_id", reasoning_.id},
-                 {"output_index", reasoning_.output_index},
-                 {"content_index", 0},
-                 {"delta", reasoning}});
   }
   if (!content.empty()) {
     if (req_.stream) {
       s += CloseReasoning();
-      s += OpenMessage();
+      s += OpenItem(message_, MessageItem("in_progress"));
+      s += Emit(PartEvent("response.output_text.delta", message_,
+                          {{"delta", content}, {"logprobs", json::array()}}));
     }
     message_.text += content;
-    if (req_.stream)
-      s += Emit({{"type", "response.output_text.delta"},
-                 {"item_id", message_.id},
-                 {"output_index", message_.output_index},
-                 {"content_index", 0},
-                 {"delta", content},
-                 {"logprobs", json::array()}});
   }
   return s;
 }
@@ -345,8 +299,9 @@ std::string ResponsesApiBuilder::StreamStart() {
 std::string ResponsesApiBuilder::StreamEnd() {
   std::string s = StreamStart();
   s += CloseReasoning();
-  s += OpenMessage();
-  s += CloseMessage();
+  s += OpenItem(message_, MessageItem("in_progress"));  // a message even when nothing was said
+  s += CloseItem(message_, MessageItem("completed"), "response.output_text.done",
+                 {{"text", message_.text}, {"logprobs", json::array()}});
   const char* status = finish_reason_ == "stop" ? "completed" : "incomplete";
   s += Emit({{"type", std::string("response.") + status}, {"response", ResponseObject(status)}});
   return s;

@@ -43,10 +43,15 @@ class ResponsesApiBuilder : public OutputBuilder {
   nlohmann::ordered_json ResponseObject(const char* status) const;
   nlohmann::ordered_json ReasoningItem(const char* status) const;
   nlohmann::ordered_json MessageItem(const char* status) const;
-  std::string OpenReasoning();
+  // An event about an item's one content part (item_id, output_index, content_index 0).
+  static nlohmann::ordered_json PartEvent(const char* type, const Item& item,
+                                          nlohmann::ordered_json fields);
+  // output_item.added (`full` without its content) and content_part.added; once.
+  std::string OpenItem(Item& item, nlohmann::ordered_json full);
+  // `text_done` (the part's text in full), content_part.done, output_item.done; once, if open.
+  std::string CloseItem(Item& item, const nlohmann::ordered_json& full, const char* text_done,
+                        nlohmann::ordered_json text_done_fields);
   std::string CloseReasoning();
-  std::string OpenMessage();
-  std::string CloseMessage();
 
   const GenerationRequest& req_;
   std::optional<ReasoningStream> reasoning_stream_;

@@ -745,6 +745,9 @@ TEST(CliTest, VllmTokenizerAndGenerationConfigFlags) {
                 "--distributed-executor-backend uni --tokenizer-mode slow --load-format "
                 "safetensors --max-logprobs -1");
   EXPECT_EQ(accepted.exit_code, 0) << accepted.err;
+  RunResult negative = RunXinfer(stories + " --swap-space -1");
+  EXPECT_NE(negative.exit_code, 0);
+  EXPECT_NE(negative.err.find("--swap-space"), std::string::npos) << negative.err;
   const std::pair<const char*, const char*> refused[] = {
       {"--load-format pt", "load_format 'pt' is not supported: auto, safetensors"},
       {"--load-format gguf", "load_format gguf was given but the model"},

@@ -81,32 +81,34 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "auto (default), safetensors or gguf: must match the model");
   // vLLM flags that configure what this engine does not have; accepted so that a vLLM command
   // line runs unchanged, each saying why it changes nothing.
-  cmd->add_option("--swap-space", c->swap_space_gib,
-                  "Accepted as vLLM takes it (GiB of CPU swap for preempted sequences); the KV "
-                  "cache already lives in host memory and preemption recomputes, so nothing is "
-                  "swapped")
+  AddAcceptedVllmFlag(cmd, "--swap-space",
+                      "its GiB of CPU swap for preempted sequences: the KV cache already lives in "
+                      "host memory and preemption recomputes, so nothing is swapped",
+                      true)
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-seq-len-to-capture", c->max_seq_len_to_capture,
-                  "Accepted as vLLM takes it; the CPU backend captures no graphs")
+  AddAcceptedVllmFlag(cmd, "--max-seq-len-to-capture", "the CPU backend captures no graphs", true)
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--disable-custom-all-reduce")
-      ->description(
-          "Accepted as vLLM takes it; tensor-parallel ranks always add their sums in shared "
-          "memory");
+  AddAcceptedVllmFlag(cmd, "--disable-custom-all-reduce",
+                      "tensor-parallel ranks always add their sums in shared memory");
   cmd->add_option("--distributed-executor-backend", c->distributed_executor_backend,
                   "mp or uni, as vLLM takes them: the ranks are threads of this process either "
                   "way; ray and external_launcher are refused");
   cmd->add_option("--tokenizer-mode", c->tokenizer_mode,
                   "auto (default), hf or slow: the model's tokenizer.json either way; mistral and "
                   "custom are refused");
-  cmd->add_flag("--trust-remote-code")
-      ->description(
-          "Accepted as vLLM takes it; xinfer never runs code from the model folder, so there is "
-          "nothing to trust");
-  cmd->add_flag("--enforce-eager")
-      ->description(
-          "Accepted as vLLM takes it; the CPU backend has no graphs to capture, so it always runs "
-          "eagerly");
+  AddAcceptedVllmFlag(cmd, "--trust-remote-code",
+                      "xinfer never runs code from the model folder, so there is nothing to trust");
+  AddAcceptedVllmFlag(cmd, "--enforce-eager",
+                      "the CPU backend has no graphs to capture, so it always runs eagerly");
+}
+
+CLI::Option* AddAcceptedVllmFlag(CLI::App* cmd, const std::string& names, const std::string& why,
+                                 bool takes_value) {
+  const std::string help = "Accepted as vLLM takes it; " + why;
+  if (takes_value)
+    return cmd->add_option_function<std::string>(
+        names, [](const std::string&) {}, help);
+  return cmd->add_flag(names)->description(help);
 }
 
 std::vector<std::string> ExpandVllmShortFlags(std::vector<std::string> args) {

@@ -38,7 +38,6 @@ struct ServeFlags {
   bool disable_log_stats = false;
   bool enable_log_requests = false;
   int max_log_len = -1;
-  std::string uvicorn_log_level = "info";
 };
 
 // vLLM's VLLM_LOG_STATS_INTERVAL: seconds between stats lines (default 10).
@@ -146,10 +145,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--reasoning-parser", f->reasoning_parser,
                   "Split <think> reasoning into reasoning_content: qwen3 (Qwen3), or deepseek_r1 "
                   "(QwQ, DeepSeek-R1-Distill-Qwen: the output starts inside the reasoning)");
-  cmd->add_flag("--enable-reasoning")
-      ->description(
-          "Accepted as older vLLM takes it; reasoning is split whenever --reasoning-parser is "
-          "given");
+  AddAcceptedVllmFlag(cmd, "--enable-reasoning",
+                      "(older vLLM's) reasoning is split whenever --reasoning-parser is given");
   cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
                 "Parse tool calls when tool_choice is auto");
   cmd->add_option("--tool-call-parser", f->tool_call_parser, "Tool call format: hermes");
@@ -166,20 +163,19 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                 "($VLLM_LOG_STATS_INTERVAL seconds)");
   cmd->add_flag("--enable-log-requests", f->enable_log_requests,
                 "Log each request's prompt and sampling parameters when it arrives");
-  cmd->add_flag("--disable-log-requests")
-      ->description(
-          "Accepted as vLLM takes it; requests are logged only with "
-          "--enable-log-requests");
+  AddAcceptedVllmFlag(cmd, "--disable-log-requests",
+                      "requests are logged only with --enable-log-requests");
   cmd->add_option("--max-log-len", f->max_log_len,
                   "Prompt characters and token ids --enable-log-requests logs at most (default: "
                   "all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--uvicorn-log-level", f->uvicorn_log_level,
-                  "Accepted as vLLM takes it (critical, error, warning, info, debug, trace); the "
-                  "server writes no access log, and $XINFER_LOG_LEVEL sets its log level")
+  AddAcceptedVllmFlag(cmd, "--uvicorn-log-level",
+                      "(critical, error, warning, info, debug, trace) the server writes no access "
+                      "log, and $XINFER_LOG_LEVEL sets its log level",
+                      true)
       ->check(CLI::IsMember({"critical", "error", "warning", "info", "debug", "trace"}));
-  cmd->add_flag("--disable-uvicorn-access-log,--disable-fastapi-docs")
-      ->description("Accepted as vLLM takes them; there is no access log and no docs page");
+  AddAcceptedVllmFlag(cmd, "--disable-uvicorn-access-log,--disable-fastapi-docs",
+                      "there is no access log and no docs page");
   cmd->add_option("--allowed-origins", f->allowed_origins,
                   "Browser origins that may call the API, as a JSON list (default '[\"*\"]')");
   cmd->add_option("--allowed-methods", f->allowed_methods,
@@ -188,9 +184,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Request headers browsers may send, as a JSON list (default '[\"*\"]')");
   cmd->add_flag("--allow-credentials", f->allow_credentials,
                 "Let browsers send credentials (cookies, HTTP auth) cross-origin");
-  cmd->add_flag("--enable-prompt-tokens-details")
-      ->description(
-          "Accepted as vLLM takes it; usage.prompt_tokens_details.cached_tokens is always sent");
+  AddAcceptedVllmFlag(cmd, "--enable-prompt-tokens-details",
+                      "usage.prompt_tokens_details.cached_tokens is always sent");
   // Test-only: see AsyncEngineOptions::scripted_output_file. Hidden (empty group).
   cmd->add_option("--debug-scripted-output", f->debug_scripted_output)->group("");
   AddEngineFlags(cmd, &f->engine);

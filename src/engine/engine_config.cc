@@ -99,7 +99,6 @@ Status EngineConfig::Validate() const {
         "tokenizer_mode '{}' is not available: the tokenizer is read from tokenizer.json (auto, "
         "hf or slow)",
         tokenizer_mode);
-  if (swap_space_gib < 0) return InvalidArgument("swap_space must be >= 0, got {}", swap_space_gib);
   if (!override_generation_config.empty()) {
     GenerationConfig unused;
     XI_RETURN_IF_ERROR(OverrideGenerationConfig(override_generation_config, unused));

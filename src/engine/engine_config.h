@@ -109,13 +109,10 @@ struct EngineConfig {
   // vLLM settings for machinery this engine does not have, kept so that Validate() can refuse
   // the values that would ask for something else: --distributed-executor-backend ("mp" / "uni":
   // ranks are threads of this process; "ray", "external_launcher" refused), --tokenizer-mode
-  // ("auto", "hf", "slow": tokenizer.json either way; "mistral", "custom" refused), --swap-space
-  // (GiB; nothing is swapped: the cache is host memory and preemption recomputes),
-  // --max-seq-len-to-capture (no graphs).
+  // ("auto", "hf", "slow": tokenizer.json either way; "mistral", "custom" refused). (Flags whose
+  // every value changes nothing are only accepted: AddAcceptedVllmFlag.)
   std::string distributed_executor_backend = "mp";
   std::string tokenizer_mode = "auto";
-  double swap_space_gib = 4;
-  int max_seq_len_to_capture = 8192;
 
   bool bf16_activations() const { return dtype == "bfloat16"; }
   // Where the tokenizer (and the chat template) come from.

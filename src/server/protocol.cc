@@ -158,7 +158,8 @@ StatusOr<std::shared_ptr<const JsonSchema>> NamedToolSchema(const json& tc, cons
 
 // tool_choice "required": vLLM's schema, an array of at least one call of any of the tools, each
 // {"name": its name, "parameters": arguments following its parameters schema}.
-StatusOr<std::shared_ptr<const JsonSchema>> RequiredToolsSchema(const json& tools) {
+// parallel_tool_calls false: one call at most.
+StatusOr<std::shared_ptr<const JsonSchema>> RequiredToolsSchema(const json& tools, bool parallel) {
   json calls = json::array();
   std::set<std::string> names;
   for (const json& t : tools) {
@@ -174,8 +175,9 @@ StatusOr<std::shared_ptr<const JsonSchema>> RequiredToolsSchema(const json& tool
     calls.push_back(std::move(call));
   }
   const json items = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
-  return CompileJsonSchema(json{{"type", "array"}, {"minItems", 1}, {"items", items}},
-                           "tool_choice");
+  json list = {{"type", "array"}, {"minItems", 1}, {"items", items}};
+  if (!parallel) list["maxItems"] = 1;
+  return CompileJsonSchema(list, "tool_choice");
 }
 
 Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationRequest& r,
@@ -194,6 +196,11 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
             "{{\"name\": ...}}}}");
     }
     *include_tools = !tools.empty();
+  }
+  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
+    if (!body["parallel_tool_calls"].is_boolean())
+      return InvalidArgument("parallel_tool_calls must be a boolean");
+    r.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
   }
   std::string choice = *include_tools ? "auto" : "none";
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
@@ -218,7 +225,7 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
   }
   if (choice == "required") {
     // As vLLM: a list of one or more {"name": N, "parameters": N's arguments}, N among the tools.
-    XI_ASSIGN_OR_RETURN(*forced_tool_schema, RequiredToolsSchema(body["tools"]));
+    XI_ASSIGN_OR_RETURN(*forced_tool_schema, RequiredToolsSchema(body["tools"], r.parallel_tool_calls));
     r.tools_required = true;
     return Status::Ok();
   }

@@ -64,6 +64,9 @@ struct GenerationRequest {
   // tool_choice "required": the output is a JSON list of {"name", "parameters"} (guided), returned
   // as those tool calls (as vLLM does).
   bool tools_required = false;
+  // parallel_tool_calls false: at most one call ("required" guides a list of one; parsed calls
+  // after the first are dropped).
+  bool parallel_tool_calls = true;
   // --reasoning-parser qwen3 / deepseek_r1: how reasoning_content is split off.
   std::optional<ReasoningFormat> reasoning;
   bool echo = false;  // completions: prepend the prompt text

@@ -1,18 +1,12 @@
 #include "server/reasoning_parser.h"
 
+#include "server/partial_tag.h"
+
 namespace xinfer::server {
 namespace {
 
 constexpr std::string_view kStart = "<think>";
 constexpr std::string_view kEnd = "</think>";
-
-// Length of the longest suffix of `s` that is a proper prefix of `tag` (a tag split across
-// deltas).
-size_t PartialTagSuffix(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 }  // namespace
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "server/required_tool_calls.h"
+
 namespace xinfer::server {
 namespace {
 
@@ -36,7 +38,7 @@ ResponseBuilder::ResponseBuilder(const GenerationRequest& request, const Tokeniz
     c.index = static_cast<int>(i);
     if (req_.endpoint == Endpoint::kChat) {
       if (req_.reasoning) c.reasoning.emplace(*req_.reasoning);
-      if (req_.parse_tool_calls) c.tools.emplace();
+      if (req_.stream) c.tool_calls.emplace(req_);
     } else if (req_.echo) {
       c.text = EchoText(tokenizer_, req_.prompts[i / n]);
     }
@@ -146,18 +148,6 @@ std::string ResponseBuilder::StreamStart() {
 
 std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
   std::string reasoning, content = out.text;
-  std::vector<json> tool_deltas;
-  auto run_tools = [&](std::string text, bool finish) {
-    if (!c.tools) return text;
-    HermesToolStream::Delta td = c.tools->Append(text);
-    if (finish) {
-      HermesToolStream::Delta rest = c.tools->Finish();
-      td.content += rest.content;
-      for (auto& t : rest.tool_call_deltas) td.tool_call_deltas.push_back(std::move(t));
-    }
-    for (auto& t : td.tool_call_deltas) tool_deltas.push_back(std::move(t));
-    return td.content;
-  };
   if (c.reasoning) {
     ReasoningStream::Delta rd = c.reasoning->Append(content);
     if (out.finished) {
@@ -168,27 +158,9 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     reasoning = std::move(rd.reasoning);
     content = std::move(rd.content);
   }
-  if (req_.tools_required) {
-    // tool_choice "required": the calls streamed as the list is read.
-    if (!c.required) c.required.emplace();
-    c.text += content;
-    for (json& d : c.required->Append(content)) tool_deltas.push_back(std::move(d));
-    content.clear();
-    c.required_calls = static_cast<int>(c.required->calls().size());
-    if (out.finished && c.required_calls == 0) content = c.text;  // no call at all: the text
-  } else if (!req_.forced_tool.empty()) {
-    // A named tool_choice: the text is the call's arguments, streamed as tool_calls deltas.
-    if (!content.empty()) {
-      if (c.forced_call_id.empty()) {
-        c.forced_call_id = NewToolCallId();
-        tool_deltas.push_back(ToolCall{c.forced_call_id, req_.forced_tool, ""}.HeaderDelta(0));
-      }
-      tool_deltas.push_back(ToolCall::ArgumentsDelta(0, content));
-      content.clear();
-    }
-  } else {
-    content = run_tools(std::move(content), out.finished);
-  }
+  ChoiceToolCalls::Delta td = c.tool_calls->Append(std::move(content), out.finished);
+  content = std::move(td.content);
+  std::vector<json>& tool_deltas = td.tool_call_deltas;
 
   json lps = nullptr;
   if (req_.params.logprobs >= 0 && !out.logprobs.empty()) lps = ChatLogprobs(out.logprobs);
@@ -205,8 +177,7 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
     s += ChatChunk(c, {{"tool_calls", json::array({t})}}, nullptr, nullptr, "");
   if (out.finished) {
     std::string reason = out.finish_reason;
-    if (((c.tools && c.tools->num_calls() > 0) || c.required_calls > 0) && reason == "stop")
-      reason = "tool_calls";
+    if (c.tool_calls->parsed_calls() && reason == "stop") reason = "tool_calls";
     c.finish_reason = reason;
     s += ChatChunk(c, json::object(), nullptr, c.finish_reason.c_str(), out.stop_reason);
   }
@@ -289,6 +260,7 @@ json ResponseBuilder::Response() {
       }
     } else if (req_.parse_tool_calls && content.is_string()) {
       ToolSplit t = ParseHermesToolCalls(content.get<std::string>());
+      if (!req_.parallel_tool_calls && t.calls.size() > 1) t.calls.resize(1);
       for (const ToolCall& call : t.calls) tool_calls.push_back(call.ToJson());
       if (!t.calls.empty()) {
         content = t.content ? json(*t.content) : json();

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "engine/llm_engine.h"
+#include "server/choice_tool_calls.h"
 #include "server/protocol.h"
 #include "server/reasoning_parser.h"
-#include "server/required_tool_calls.h"
 #include "server/tool_parser.h"
 
 namespace xinfer::server {
@@ -55,10 +55,7 @@ class ResponseBuilder : public OutputBuilder {
     int completion_tokens = 0;
     size_t text_offset = 0;  // completions logprobs
     std::optional<ReasoningStream> reasoning;
-    std::optional<HermesToolStream> tools;
-    std::string forced_call_id;  // a named tool_choice's call, once its first delta went out
-    std::optional<RequiredToolCallStream> required;  // tool_choice "required"
-    int required_calls = 0;                          // the calls it has streamed
+    std::optional<ChoiceToolCalls> tool_calls;  // chat, streaming
   };
 
   nlohmann::ordered_json Usage() const;

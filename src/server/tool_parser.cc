@@ -5,6 +5,8 @@
 #include <atomic>
 #include <random>
 
+#include "server/partial_tag.h"
+
 namespace xinfer::server {
 namespace {
 
@@ -12,12 +14,6 @@ using json = nlohmann::ordered_json;
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
-
-size_t PartialTagSuffix(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 bool IsBlank(std::string_view s) {
   return s.find_first_not_of(" \t\r\n") == std::string_view::npos;

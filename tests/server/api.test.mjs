@@ -1,7 +1,8 @@
 // Acceptance 1: the official openai client against `xinfer serve` on tiny-qwen3 and TinyStories.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, skipUnless, QWEN, STORIES, raw, metrics, metric, sleep, waitFor } from './helpers.mjs';
+import { startServer, skipUnless, QWEN, STORIES, raw, metrics, metric, sleep, waitFor,
+  responsesTool } from './helpers.mjs';
 
 async function collect(stream) {
   const chunks = [];
@@ -361,6 +362,19 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.equal(deltas.map((d) => d.function.arguments).join(''), m.tool_calls[0].function.arguments);
     assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), '');
     assert.equal(chunks.at(-1).choices[0].finish_reason, 'stop');
+    // /v1/responses, the same request in its form (flat tools, tool_choice {type, name}): the
+    // same call as one function_call item, streamed the same.
+    const rreq = { model: 'test-model', input: 'Weather?', tools: tools.map(responsesTool),
+      tool_choice: { type: 'function', name: 'get_weather' }, temperature: 1.0, seed: 4,
+      max_output_tokens: 300 };
+    const rr = await client.responses.create(rreq);
+    assert.equal(rr.status, 'completed');
+    assert.deepEqual(rr.output.map((o) => [o.type, o.name, o.arguments, o.status]),
+      [['function_call', 'get_weather', m.tool_calls[0].function.arguments, 'completed']]);
+    assert.deepEqual(rr.tool_choice, rreq.tool_choice);
+    const assembled = await client.responses.stream(rreq).finalResponse();
+    assert.deepEqual(assembled.output.map((o) => [o.type, o.name, o.arguments]),
+      [['function_call', 'get_weather', m.tool_calls[0].function.arguments]]);
   });
 
   test('tool_choice "required": one or more calls of the tools, each following its schema', async () => {
@@ -402,6 +416,54 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.equal(deltas.filter((d) => !d.function.name).map((d) => d.function.arguments).join(''),
       m.tool_calls.map((c) => c.function.arguments).join(''));
     assert.equal(chunks.at(-1).choices[0].finish_reason, 'tool_calls');
+    // /v1/responses: the same calls as function_call items, whole and through the stream helper.
+    const rreq = { model: 'test-model', input: 'Help', tools: tools.map(responsesTool),
+      tool_choice: 'required', temperature: 1.0, seed: 3, max_output_tokens: 300, logit_bias };
+    const calls = m.tool_calls.map((c) => ['function_call', c.function.name, c.function.arguments]);
+    const rr = await client.responses.create(rreq);
+    assert.equal(rr.status, 'completed');
+    assert.deepEqual(rr.output.map((o) => [o.type, o.name, o.arguments]), calls);
+    const events = [];
+    const stream = client.responses.stream(rreq);
+    stream.on('event', (e) => events.push(e.type));
+    const assembled = await stream.finalResponse();
+    assert.deepEqual(assembled.output.map((o) => [o.type, o.name, o.arguments]), calls);
+    assert.ok(events.filter((t) => t === 'response.function_call_arguments.delta').length > calls.length,
+      events.join(' '));
+  });
+
+  test('parallel_tool_calls false: tool_choice "required" guides a list of one call', async () => {
+    const tools = [
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object',
+        properties: { city: { enum: ['Paris', 'Rome'] } }, required: ['city'], additionalProperties: false } } },
+      { type: 'function', function: { name: 'get_time', parameters: { type: 'object',
+        properties: { tz: { enum: ['UTC', 'CET'] } }, required: ['tz'], additionalProperties: false } } }];
+    // Only the tokens of compact lists (the random model's whitespace would fill max_tokens), and
+    // "}, {" favoured: where the guide allows another call, one usually follows.
+    const ids = async (prompt) => (await raw(srv.baseURL, 'POST', '/tokenize',
+      { prompt, add_special_tokens: false })).json.tokens;
+    const pieces = ['[{"name": "get_weather", "parameters": {"city": "Paris"}}, {"name": "get_time", ' +
+      '"parameters": {"tz": "UTC"}}, {"name": "get_time", "parameters": {"tz": "CET"}}, ' +
+      '{"name": "get_weather", "parameters": {"city": "Rome"}}]<|im_end|>', '}', ']', '}]', '}}]'];
+    const allowed_token_ids = [...new Set((await Promise.all(pieces.map(ids))).flat())];
+    const logit_bias = Object.fromEntries((await ids('}, {')).map((id) => [id, 10]));
+    const counts = async (parallel_tool_calls) => {
+      const n = [];
+      for (const seed of [1, 2, 3, 4, 5]) {
+        const r = await client.chat.completions.create({ model: 'test-model', tools,
+          messages: [{ role: 'user', content: 'Help' }], tool_choice: 'required', temperature: 1.0,
+          seed, max_tokens: 200, allowed_token_ids, logit_bias, parallel_tool_calls });
+        assert.equal(r.choices[0].finish_reason, 'tool_calls', JSON.stringify(r.choices[0]));
+        n.push(r.choices[0].message.tool_calls.length);
+      }
+      return n;
+    };
+    assert.ok((await counts(true)).some((n) => n > 1));
+    assert.deepEqual(await counts(false), [1, 1, 1, 1, 1]);
+    const bad = await raw(srv.baseURL, 'POST', '/v1/chat/completions', { model: 'test-model',
+      messages: [{ role: 'user', content: 'Help' }], tools, parallel_tool_calls: 'no' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error.message, /parallel_tool_calls must be a boolean/);
   });
 
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
@@ -482,8 +544,15 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
       assert.ok(['red', 'blue'].includes(JSON.parse(r.output_text).color));
       for (const [extra, message] of [
         [{ previous_response_id: 'resp_1' }, /previous_response_id is not supported/],
-        [{ tools: [{ type: 'function', name: 'f', parameters: {} }] }, /tools are not supported on \/v1\/responses/],
-        [{ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, /input items of type 'function_call_output'/],
+        [{ tools: [{ type: 'web_search_preview' }] }, /tools of type 'web_search_preview' are not supported/],
+        [{ tools: [{ type: 'function', parameters: {} }] }, /a function tool needs a string 'name'/],
+        [{ tools: [{ type: 'function', name: 'f' }] }, /tool_choice "auto" requires --enable-auto-tool-choice/],
+        [{ tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'g' } },
+          /tool_choice names the function 'g', which is not in tools/],
+        [{ tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'allowed_tools' } }, /^tool_choice must be/],
+        [{ input: [{ type: 'function_call_output', output: 'x' }] }, /function_call_output item needs a string 'call_id'/],
+        [{ input: [{ type: 'function_call', call_id: 'c', name: 'f' }] }, /function_call item needs a string 'arguments'/],
+        [{ input: [{ type: 'item_reference', id: 'x' }] }, /input items of type 'item_reference' are not supported/],
         [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, /content parts of type 'input_image'/],
         [{ input: undefined }, /input is required/],
         [{ max_output_tokens: 0 }, /^max_output_tokens must be >= 1/],

@@ -100,3 +100,6 @@ export async function raw(baseURL, method, urlPath, body, headers = {}) {
   try { json = JSON.parse(text); } catch { json = undefined; }
   return { status: res.status, headers: res.headers, text, json };
 }
+
+// A chat tool ({type: 'function', function: {...}}) in the Responses API's flat form.
+export const responsesTool = (tool) => ({ type: 'function', ...tool.function });

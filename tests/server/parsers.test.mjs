@@ -5,7 +5,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { makeTempDir, startServer, skipUnless, raw, QWEN } from './helpers.mjs';
+import { makeTempDir, startServer, skipUnless, raw, QWEN, responsesTool } from './helpers.mjs';
 
 const SCRIPTS = [
   { trigger: 'SCRIPT_BOTH', output: '<think>\nI should call two tools.\n</think>\n\nLet me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"tz": "CET"}}\n</tool_call>' },
@@ -133,6 +133,75 @@ describe('tool-call and reasoning parsers (scripted model)', { skip: skipUnless(
     assert.deepEqual(assembled.output.map((o) => o.type), ['reasoning', 'message']);
     assert.equal(assembled.output[0].content[0].text, r.output[0].content[0].text);
     assert.equal(assembled.output[1].content[0].text, r.output_text);
+  });
+
+  test('/v1/responses: function tools give function_call items, streamed the same', async () => {
+    const tools = TOOLS.map(responsesTool);
+    const req = { model: 'test-model', input: 'SCRIPT_BOTH go', tools, max_output_tokens: 200 };
+    const r = await client.responses.create(req);
+    assert.equal(r.status, 'completed');
+    assert.deepEqual(r.tools, tools);
+    const summary = (output) => output.map((o) => o.type === 'function_call'
+      ? [o.type, o.name, JSON.parse(o.arguments), o.status] : [o.type, o.content[0].text]);
+    const expected = [['reasoning', '\nI should call two tools.\n'], ['message', '\n\nLet me check.\n'],
+      ['function_call', 'get_weather', { city: 'Oslo', unit: 'celsius' }, 'completed'],
+      ['function_call', 'get_time', { tz: 'CET' }, 'completed']];
+    assert.deepEqual(summary(r.output), expected);
+    assert.match(r.output[2].id, /^fc_/);
+    assert.notEqual(r.output[2].call_id, r.output[3].call_id);
+    // The client's stream helper assembles the same items, the arguments from their deltas.
+    const stream = client.responses.stream(req);
+    const argDeltas = [];
+    stream.on('response.function_call_arguments.delta', (e) => argDeltas.push(e.delta));
+    const assembled = await stream.finalResponse();
+    assert.deepEqual(summary(assembled.output), expected);
+    assert.equal(argDeltas.join(''), r.output[2].arguments + r.output[3].arguments);
+    // A call alone: no message item.
+    const only = await client.responses.create({ ...req, input: 'SCRIPT_TOOL weather?' });
+    assert.deepEqual(summary(only.output),
+      [['function_call', 'get_weather', { city: 'Paris' }, 'completed']]);
+  });
+
+  test('/v1/responses: the output passed back with the results renders as the chat round trip', async () => {
+    // The agent loop over the Responses API (stateless): the client sends the earlier output
+    // items back, with a function_call_output per call. The prompt must be the one the chat
+    // round trip renders: the calls as one assistant turn after its text, the reasoning inside
+    // that turn (Qwen3's template shows it after the last user message), the results as tool
+    // messages.
+    const tools = TOOLS.map(responsesTool);
+    const first = await client.responses.create({ model: 'test-model', input: 'SCRIPT_BOTH go',
+      tools, max_output_tokens: 200 });
+    const [reasoning, message, weather, time] = first.output;
+    const results = [[weather, '{"temp": 12}'], [time, '13:00']];
+    const followUp = await client.responses.create({ model: 'test-model', tools,
+      max_output_tokens: 2, input: [{ role: 'user', content: 'SCRIPT_BOTH go' }, ...first.output,
+        ...results.map(([call, output]) => ({ type: 'function_call_output', call_id: call.call_id, output }))] });
+    const chatMessages = (withReasoning) => [
+      { role: 'user', content: 'SCRIPT_BOTH go' },
+      { role: 'assistant', content: message.content[0].text,
+        ...(withReasoning ? { reasoning_content: reasoning.content[0].text } : {}),
+        tool_calls: [weather, time].map((c) => ({ id: c.call_id, type: 'function',
+          function: { name: c.name, arguments: c.arguments } })) },
+      ...results.map(([call, content]) => ({ role: 'tool', tool_call_id: call.call_id, content }))];
+    const count = async (messages) => (await raw(srv.baseURL, 'POST', '/tokenize',
+      { model: 'test-model', tools: TOOLS, messages })).json.count;
+    assert.equal(followUp.usage.input_tokens, await count(chatMessages(true)));
+    assert.notEqual(await count(chatMessages(true)), await count(chatMessages(false)));
+  });
+
+  test('parallel_tool_calls false: the first call only, whole, streamed and on /v1/responses', async () => {
+    const r = await client.chat.completions.create(ask('SCRIPT_BOTH go', { parallel_tool_calls: false }));
+    assert.deepEqual(r.choices[0].message.tool_calls.map((c) => c.function.name), ['get_weather']);
+    const names = [];
+    const stream = await client.chat.completions.create(
+      ask('SCRIPT_BOTH go', { parallel_tool_calls: false, stream: true }));
+    for await (const chunk of stream)
+      for (const tc of chunk.choices[0]?.delta.tool_calls ?? []) if (tc.function?.name) names.push(tc.function.name);
+    assert.deepEqual(names, ['get_weather']);
+    const rr = await client.responses.create({ model: 'test-model', input: 'SCRIPT_BOTH go',
+      tools: TOOLS.map(responsesTool), parallel_tool_calls: false, max_output_tokens: 200 });
+    assert.deepEqual(rr.output.filter((o) => o.type === 'function_call').map((o) => o.name), ['get_weather']);
+    assert.equal(rr.parallel_tool_calls, false);
   });
 
   test('tool_choice none leaves the text alone', async () => {

@@ -7,6 +7,54 @@ namespace xinfer {
 
 using json = nlohmann::ordered_json;
 
+namespace {
+
+StatusOr<std::optional<bool>> OptionalBool(const json& body, const char* key) {
+  if (!body.contains(key) || body[key].is_null()) return std::optional<bool>();
+  if (!body[key].is_boolean()) return InvalidArgument("{} must be a boolean", key);
+  return std::optional<bool>(body[key].get<bool>());
+}
+
+// The text continue_final_message continues: the final message's content, or its last text part.
+StatusOr<std::string> FinalMessageText(const json& message) {
+  const json content = message.value("content", json());
+  std::string text;
+  if (content.is_string()) {
+    text = content.get<std::string>();
+  } else if (content.is_array()) {
+    for (auto part = content.rbegin(); part != content.rend(); ++part) {
+      if (part->is_object() && part->contains("text") && (*part)["text"].is_string()) {
+        text = (*part)["text"].get<std::string>();
+        break;
+      }
+    }
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    return InvalidArgument(
+        "continue_final_message needs text to continue in the final message (it has none)");
+  return text;
+}
+
+// transformers' apply_chat_template(continue_final_message=True), which vLLM uses: the chat
+// rendered closed, cut right after the final message's text (the template's end-of-turn
+// dropped), whitespace the template kept after it kept as the message had it.
+StatusOr<std::string> CutAfterFinalMessage(std::string rendered, const std::string& final_text) {
+  const size_t first = final_text.find_first_not_of(" \t\r\n");
+  const size_t last = final_text.find_last_not_of(" \t\r\n");
+  const std::string stripped = final_text.substr(first, last - first + 1);
+  const std::string lstripped = final_text.substr(first);
+  const size_t at = rendered.rfind(stripped);
+  if (at == std::string::npos)
+    return InvalidArgument(
+        "continue_final_message: the final message does not appear in the prompt the chat "
+        "template rendered (the template changes it), so it cannot be continued");
+  const bool kept = rendered.compare(at, lstripped.size(), lstripped) == 0;
+  rendered.resize(at + (kept ? lstripped.size() : stripped.size()));
+  return rendered;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<PromptBuilder>> PromptBuilder::Create(
     const std::string& model_dir, const Tokenizer& tokenizer,
     const std::string& chat_template_arg) {
@@ -43,15 +91,24 @@ StatusOr<std::string> PromptBuilder::RenderChat(const json& body) const {
   json tools = body.value("tools", json());
   json kwargs = body.value("chat_template_kwargs", json::object());
   if (!kwargs.is_object()) return InvalidArgument("chat_template_kwargs must be an object");
-  bool add_generation_prompt = true;
-  if (body.contains("add_generation_prompt") && !body["add_generation_prompt"].is_null()) {
-    // Checked, not body.value(): that throws on another type, and /tokenize passes it through.
-    if (!body["add_generation_prompt"].is_boolean())
-      return InvalidArgument("add_generation_prompt must be a boolean");
-    add_generation_prompt = body["add_generation_prompt"].get<bool>();
+  // Checked, not body.value(): that throws on another type, and /tokenize passes them through.
+  XI_ASSIGN_OR_RETURN(const std::optional<bool> add_generation_prompt,
+                      OptionalBool(body, "add_generation_prompt"));
+  XI_ASSIGN_OR_RETURN(const std::optional<bool> continue_final,
+                      OptionalBool(body, "continue_final_message"));
+  if (continue_final.value_or(false)) {
+    if (add_generation_prompt.value_or(false))
+      return InvalidArgument(
+          "continue_final_message and add_generation_prompt cannot both be true: the first "
+          "continues the final message, the second opens a new assistant message");
+    XI_ASSIGN_OR_RETURN(std::string final_text, FinalMessageText(messages.back()));
+    json context = MakeChatContext(messages, tools, /*add_generation_prompt=*/false, bos_token_,
+                                   eos_token_, kwargs);
+    XI_ASSIGN_OR_RETURN(std::string rendered, template_->Render(context));
+    return CutAfterFinalMessage(std::move(rendered), final_text);
   }
-  json context =
-      MakeChatContext(messages, tools, add_generation_prompt, bos_token_, eos_token_, kwargs);
+  json context = MakeChatContext(messages, tools, add_generation_prompt.value_or(true), bos_token_,
+                                 eos_token_, kwargs);
   return template_->Render(context);
 }
 

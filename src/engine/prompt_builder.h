@@ -1,7 +1,7 @@
 // PromptBuilder: a request's prompt, given as `prompt` (text), `prompt_ids` or chat `messages`,
 // turned into token ids the way vLLM does it (chat: the model's template or an override, with
-// add_generation_prompt, `tools` and `chat_template_kwargs`, then tokenized without adding
-// special tokens again). Shared by the offline batch mode and the server.
+// add_generation_prompt or continue_final_message, `tools` and `chat_template_kwargs`, then
+// tokenized without adding special tokens again). Shared by the offline batch mode and the server.
 // Thread-safety: const methods are safe to call concurrently (the template is parsed once).
 #pragma once
 

@@ -84,7 +84,8 @@ StatusOr<json> OpenAIServer::TokenizeBody(const json& body) const {
     // The same messages as a chat request renders (parts joined, null content as "").
     XI_ASSIGN_OR_RETURN(json messages, NormalizeMessages(body["messages"]));
     json chat = {{"messages", std::move(messages)}};
-    static const std::string kKeys[] = {"tools", "chat_template_kwargs", "add_generation_prompt"};
+    static const std::string kKeys[] = {"tools", "chat_template_kwargs", "add_generation_prompt",
+                                        "continue_final_message"};
     for (const std::string& k : kKeys)
       if (body.contains(k)) chat[k] = body[k];
     if (!prompts_) return NoChatTemplate();

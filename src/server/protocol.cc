@@ -225,7 +225,8 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
   }
   if (choice == "required") {
     // As vLLM: a list of one or more {"name": N, "parameters": N's arguments}, N among the tools.
-    XI_ASSIGN_OR_RETURN(*forced_tool_schema, RequiredToolsSchema(body["tools"], r.parallel_tool_calls));
+    XI_ASSIGN_OR_RETURN(*forced_tool_schema,
+                        RequiredToolsSchema(body["tools"], r.parallel_tool_calls));
     r.tools_required = true;
     return Status::Ok();
   }
@@ -283,14 +284,10 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
       return InvalidArgument("chat_template_kwargs must be an object");
     chat["chat_template_kwargs"] = body["chat_template_kwargs"];
   }
-  // vLLM's continue_final_message (render the last assistant message open, to be continued)
-  // needs the template's output cut at that message's end: refused rather than ignored.
-  if (body.contains("continue_final_message") && !body["continue_final_message"].is_null()) {
-    if (!body["continue_final_message"].is_boolean())
-      return InvalidArgument("continue_final_message must be a boolean");
-    if (body["continue_final_message"].get<bool>())
-      return Unimplemented("continue_final_message is not supported");
-  }
+  // vLLM's continue_final_message: the final (assistant) message rendered open, its text
+  // continued (PromptBuilder checks and applies it).
+  if (body.contains("continue_final_message"))
+    chat["continue_final_message"] = body["continue_final_message"];
   if (body.contains("add_generation_prompt")) {
     if (!body["add_generation_prompt"].is_boolean())
       return InvalidArgument("add_generation_prompt must be a boolean");
@@ -298,7 +295,14 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
   }
   if (ctx.prompts == nullptr) return NoChatTemplate();
   auto ids = ctx.prompts->Build(chat);
-  if (!ids.ok()) return ids.status().WithContext("messages");
+  if (!ids.ok()) {
+    // The builder's errors about a request field name it first (the field the client set);
+    // the rest are about the messages.
+    const std::string& m = ids.status().message();
+    for (const char* field : {"continue_final_message", "add_generation_prompt"})
+      if (m.starts_with(field)) return ids.status();
+    return ids.status().WithContext("messages");
+  }
   if (ids->empty()) return InvalidArgument("messages rendered to an empty prompt");
   XI_RETURN_IF_ERROR(ParseParams(body, ctx, *ids, ctx.defaults, r));
   if (forced_tool_schema != nullptr) {

@@ -466,6 +466,28 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.match(bad.json.error.message, /parallel_tool_calls must be a boolean/);
   });
 
+  test('continue_final_message: the assistant message rendered open and continued', async () => {
+    // vLLM / transformers: rendered without the generation prompt, cut after the final message's
+    // text (Qwen3's template would close it with <|im_end|>).
+    const messages = [{ role: 'user', content: 'Tell a story' },
+      { role: 'assistant', content: 'Once upon a' }];
+    const extra = { continue_final_message: true, add_generation_prompt: false };
+    const t = await raw(srv.baseURL, 'POST', '/tokenize', { messages, ...extra });
+    assert.equal(t.status, 200, JSON.stringify(t.json));
+    const text = (await raw(srv.baseURL, 'POST', '/detokenize', { tokens: t.json.tokens })).json.prompt;
+    assert.ok(text.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\nOnce upon a'), text);
+    // The chat answer is the continuation of exactly that prompt (greedy, as a completion).
+    const r = await client.chat.completions.create({ model: 'test-model', messages, ...extra,
+      max_tokens: 8, temperature: 0 });
+    assert.equal(r.usage.prompt_tokens, t.json.count);
+    const c = await client.completions.create({ model: 'test-model', prompt: t.json.tokens,
+      max_tokens: 8, temperature: 0 });
+    assert.equal(r.choices[0].message.content, c.choices[0].text);
+    // Without it the message is closed and a new one opened.
+    const closed = await raw(srv.baseURL, 'POST', '/tokenize', { messages });
+    assert.ok(closed.json.count > t.json.count);
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

@@ -227,8 +227,14 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     assertError(await post('/v1/completions', c({ bad_words: ['x'] })), 400, { param: 'bad_words' });
     assertError(await post('/v1/completions', c({ prompt_logprobs: 1 })), 400,
       { param: 'prompt_logprobs' });
-    assertError(await post('/v1/chat/completions', chat({ continue_final_message: true })), 400,
-      { param: 'continue_final_message' });
+    assertError(await post('/v1/chat/completions', chat({ continue_final_message: 'yes' })), 400,
+      { param: 'continue_final_message', message: /must be a boolean/ });
+    assertError(await post('/v1/chat/completions',
+      chat({ continue_final_message: true, add_generation_prompt: true })), 400,
+    { param: 'continue_final_message', message: /cannot both be true/ });
+    assertError(await post('/v1/chat/completions', { ...chat({ continue_final_message: true }),
+      messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: ' ' }] }), 400,
+    { param: 'continue_final_message', message: /needs text to continue/ });
     // Their defaults are accepted.
     for (const extra of [{ bad_words: [] }, { prompt_logprobs: null }, { skip_special_tokens: true }])
       assert.equal((await post('/v1/completions', c(extra))).status, 200);

@@ -10,6 +10,8 @@
 #include "base/thread_pool.h"
 #include "engine/gguf_tokenizer_loader.h"
 #include "engine/kv_cache_sizing.h"
+#include "sampling/logits_processors.h"
+#include "sampling/logprobs.h"
 
 namespace xinfer {
 
@@ -22,6 +24,11 @@ struct LLMEngine::Choice {
   Sampler sampler;
   StopChecker stop;
   IncrementalDecoder decoder;
+  // Prompt logprobs computed so far (prompt tokens 1..), until the first output takes them; the
+  // count stays, so that a recomputed prompt (after preemption) does not add them again.
+  std::vector<TokenLogprobs> prompt_logprobs;
+  int num_prompt_logprobs = 0;
+  bool prompt_logprobs_sent = false;
   Choice(const std::string& id, int idx, std::vector<int32_t> prompt, const SamplingParams& p,
          const std::vector<int32_t>& eos, uint64_t seed, const Tokenizer& tok,
          std::shared_ptr<const TokenVocabulary> vocabulary)
@@ -274,7 +281,12 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
   for (int i = 0; i < request.params.n; ++i) {
     std::string sid = request.params.n == 1 ? id : id + "/" + std::to_string(i);
     SamplingParams p = request.params.n == 1 ? request.params : request.params.ForChoice(i);
-    NewRequest nr{sid, request.prompt_ids, p.max_tokens, request.priority, 0};
+    NewRequest nr{sid,
+                  request.prompt_ids,
+                  p.max_tokens,
+                  request.priority,
+                  0,
+                  /*prompt_logits=*/p.prompt_logprobs >= 0};
     Status s = scheduler_->AddRequest(std::move(nr));
     if (!s.ok()) {
       for (const auto& added : ids) {
@@ -346,6 +358,7 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     auto it = choices_.find(sched.scheduled[i].request_id);
     if (runner_->sampling_index()[i] >= 0 && it != choices_.end()) sampled[i] = it->second.get();
   }
+  CollectPromptLogprobs(sched);
   std::vector<std::optional<StatusOr<SampleResult>>> samples(num_scheduled);
   backend_->ParallelForHost(static_cast<int64_t>(num_scheduled), [&](int64_t i) {
     Choice* c = sampled[static_cast<size_t>(i)];
@@ -386,6 +399,10 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     out.text = std::move(u.text);
     if (c.params.logprobs >= 0)
       out.logprobs.push_back({token, sample->logprob, std::move(sample->top_logprobs)});
+    if (c.params.prompt_logprobs >= 0 && !c.prompt_logprobs_sent) {
+      out.prompt_logprobs = std::move(c.prompt_logprobs);
+      c.prompt_logprobs_sent = true;
+    }
     out.completion_tokens = static_cast<int>(c.output_ids.size());
     if (u.finish != FinishReason::kNone) {
       out.finished = true;
@@ -422,6 +439,54 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     if (siblings.empty()) requests_.erase(parent);
   }
   return outputs;
+}
+
+void LLMEngine::CollectPromptLogprobs(const SchedulerOutput& sched) {
+  // Every prompt position's logits row (a prompt token's logprob, rank and top alternatives),
+  // on the host threads: each row is a vocabulary-sized pass, and a step holds up to
+  // SchedulerConfig::max_prompt_logits_per_step of them.
+  struct Row {
+    Choice* choice;
+    int32_t position;  // the row's; it gives the logprob of prompt token position + 1
+    int64_t row;
+  };
+  std::vector<Row> rows;
+  for (size_t i = 0; i < sched.scheduled.size(); ++i) {
+    const ScheduledSequence& s = sched.scheduled[i];
+    if (s.num_prompt_logits == 0) continue;
+    auto it = choices_.find(s.request_id);
+    if (it == choices_.end()) continue;
+    Choice& c = *it->second;
+    for (int j = 0; j < s.num_prompt_logits; ++j) {
+      const int32_t position = s.start_position + j;
+      if (position < c.num_prompt_logprobs) continue;  // recomputed after a preemption
+      rows.push_back({&c, position, runner_->prompt_logits_index()[i] + j});
+    }
+  }
+  if (rows.empty()) return;
+  const int64_t vocab = model_->config().vocab_size;
+  std::vector<TokenLogprobs> computed(rows.size());
+  backend_->ParallelForHost(static_cast<int64_t>(rows.size()), [&](int64_t r) {
+    const Row& row = rows[static_cast<size_t>(r)];
+    std::span<float> logits(runner_->logits().data<float>() + row.row * vocab,
+                            static_cast<size_t>(vocab));
+    SanitizeLogits(logits);
+    const LogSoftmax log_softmax(logits);
+    const int32_t token = row.choice->prompt_ids[static_cast<size_t>(row.position) + 1];
+    TokenLogprobs& t = computed[static_cast<size_t>(r)];
+    t.token = token;
+    t.logprob = log_softmax.LogProb(logits[static_cast<size_t>(token)]);
+    t.rank = 1 + static_cast<int32_t>(std::count_if(logits.begin(), logits.end(), [&](float x) {
+               return x > logits[static_cast<size_t>(token)];
+             }));
+    t.top = TopLogprobs(logits, row.choice->params.prompt_logprobs, log_softmax);
+  });
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Choice& c = *rows[r].choice;
+    XI_CHECK(rows[r].position == c.num_prompt_logprobs);  // in order, none skipped
+    c.prompt_logprobs.push_back(std::move(computed[r]));
+    ++c.num_prompt_logprobs;
+  }
 }
 
 bool LLMEngine::HasUnfinishedRequests() const {

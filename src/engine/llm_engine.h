@@ -36,6 +36,7 @@ struct TokenLogprobs {
   int32_t token = 0;
   float logprob = 0;
   std::vector<TokenLogprob> top;
+  int32_t rank = 0;  // prompt logprobs: 1 + the tokens more likely than `token`; 0 elsewhere
 };
 
 // What one step produced for one choice of one request.
@@ -45,6 +46,9 @@ struct RequestOutput {
   std::vector<int32_t> token_ids;       // tokens generated this step
   std::string text;                     // text that became final this step
   std::vector<TokenLogprobs> logprobs;  // one per new token when params.logprobs >= 0
+  // params.prompt_logprobs >= 0, in a choice's first output: prompt tokens 1, 2, ... (the first
+  // has no logprob: nothing precedes it).
+  std::vector<TokenLogprobs> prompt_logprobs;
   bool finished = false;
   std::string finish_reason;  // when finished: "stop", "length" or "abort"
   std::string stop_reason;    // the matched stop string or stop token id, if any
@@ -108,6 +112,8 @@ class LLMEngine {
   struct Choice;
   LLMEngine() = default;
   void FinishChoice(Choice& c, RequestOutput& out, const std::string& reason);
+  // Prompt logprobs: the step's prompt positions' logits rows, added to their choices.
+  void CollectPromptLogprobs(const SchedulerOutput& sched);
 
   EngineConfig config_;
   int data_parallel_rank_ = 0;

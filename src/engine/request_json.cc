@@ -223,8 +223,10 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
   if (b.contains("bad_words") && !b["bad_words"].is_null() &&
       !(b["bad_words"].is_array() && b["bad_words"].empty()))
     return Unimplemented("bad_words is not supported; allowed_token_ids and logit_bias are");
-  if (b.contains("prompt_logprobs") && !b["prompt_logprobs"].is_null())
-    return Unimplemented("prompt_logprobs is not supported (logprobs of generated tokens are)");
+  if (b.contains("prompt_logprobs") && !b["prompt_logprobs"].is_null()) {
+    XI_RETURN_IF_ERROR(Integer(b, "prompt_logprobs", &p.prompt_logprobs));
+    if (p.prompt_logprobs < 0) return InvalidArgument("prompt_logprobs must be >= 0");
+  }
   if (b.contains("logit_bias") && !b["logit_bias"].is_null()) {
     if (!b["logit_bias"].is_object())
       return InvalidArgument("logit_bias must be an object of token id to bias");

@@ -20,6 +20,7 @@ Status ModelRunner::Execute(const SchedulerOutput& output) {
   b.query_start.assign(1, 0);
   b.logits_rows.clear();
   sampling_index_.assign(output.scheduled.size(), -1);
+  prompt_logits_index_.assign(output.scheduled.size(), -1);
   size_t max_blocks = 1;
   for (const ScheduledSequence& s : output.scheduled)
     max_blocks = std::max(max_blocks, s.block_table.size());
@@ -37,6 +38,12 @@ Status ModelRunner::Execute(const SchedulerOutput& output) {
           static_cast<int32_t>(SlotForPosition(s.block_table, pos, cache_.block_size)));
     }
     std::copy(s.block_table.begin(), s.block_table.end(), b.block_tables.begin() + i * max_blocks);
+    XI_CHECK(s.num_prompt_logits >= 0 && s.num_prompt_logits <= s.num_new_tokens);
+    if (s.num_prompt_logits > 0) {
+      prompt_logits_index_[i] = static_cast<int>(b.logits_rows.size());
+      for (int j = 0; j < s.num_prompt_logits; ++j)
+        b.logits_rows.push_back(b.query_start.back() + j);
+    }
     b.query_start.push_back(static_cast<int32_t>(b.token_ids.size()));
     if (s.needs_sampling) {
       sampling_index_[i] = static_cast<int>(b.logits_rows.size());

@@ -20,11 +20,15 @@ class ModelRunner {
               DType kv_dtype);
 
   // Runs one step. On success `logits()` holds one row per scheduled sequence whose
-  // needs_sampling is set, in the order of output.scheduled; sampling_index()[i] is the row of
-  // output.scheduled[i], or -1 when it needs no sampling.
+  // needs_sampling is set, in the order of output.scheduled, and the prompt positions' rows
+  // each asks for (num_prompt_logits); sampling_index()[i] is the row of output.scheduled[i]'s
+  // sampled position, or -1 when it needs no sampling.
   Status Execute(const SchedulerOutput& output);
   const Tensor& logits() const { return logits_; }
   const std::vector<int>& sampling_index() const { return sampling_index_; }
+  // Prompt logprobs: the logits row of output.scheduled[i]'s first prompt position
+  // (num_prompt_logits > 0; the next ones follow it), else -1.
+  const std::vector<int>& prompt_logits_index() const { return prompt_logits_index_; }
 
   // Tokens run through the model so far (prompt chunks, recomputation and decodes).
   int64_t num_computed_tokens() const { return num_computed_tokens_; }
@@ -37,6 +41,7 @@ class ModelRunner {
   ForwardBatch batch_;  // reused across steps to avoid reallocating
   Tensor logits_;
   std::vector<int> sampling_index_;
+  std::vector<int> prompt_logits_index_;
   int64_t num_computed_tokens_ = 0;
 };
 

@@ -66,6 +66,10 @@ Status SamplingParams::Validate(int32_t vocab_size, int32_t max_logprobs) const 
     return InvalidArgument("logprobs must be in [0, {}] (or absent; --max-logprobs), got {}",
                            max_logprobs, logprobs);
   }
+  if (prompt_logprobs < -1 || prompt_logprobs > max_logprobs) {
+    return InvalidArgument("prompt_logprobs must be in [0, {}] (or absent; --max-logprobs), got {}",
+                           max_logprobs, prompt_logprobs);
+  }
   if (max_tokens < 1) {
     return InvalidArgument("max_tokens must be >= 1, got {}", max_tokens);
   }

@@ -67,6 +67,9 @@ struct SamplingParams {
   // -1: no logprobs. N in [0, kMaxLogprobs]: the chosen token's logprob plus the top-N
   // alternatives, all from the raw (unprocessed) logits.
   int32_t logprobs = -1;
+  // vLLM's prompt_logprobs: -1 none; N in [0, max_logprobs]: each prompt token's logprob (but the
+  // first's) and its rank, plus the top-N alternatives at its position, from the raw logits.
+  int32_t prompt_logprobs = -1;
 
   // --- Stop conditions (StopChecker; EOS/stop ids also masked by Sampler before min_tokens) ---
   int32_t max_tokens = 16;              // >= 1; the engine separately caps it to the context left

@@ -37,10 +37,11 @@ struct Request {
   // Prompt followed by every sampled output token.
   std::vector<TokenId> token_ids;
   int num_prompt_tokens = 0;
-  int max_tokens = 0;      // output tokens at most
-  int priority = 0;        // lower runs first (priority policy only)
-  uint64_t arrival = 0;    // order of AddRequest, unique
-  uint64_t extra_key = 0;  // prefix-cache namespace (e.g. LoRA id); 0 when unused
+  int max_tokens = 0;          // output tokens at most
+  int priority = 0;            // lower runs first (priority policy only)
+  uint64_t arrival = 0;        // order of AddRequest, unique
+  uint64_t extra_key = 0;      // prefix-cache namespace (e.g. LoRA id); 0 when unused
+  bool prompt_logits = false;  // NewRequest::prompt_logits
   RequestStatus status = RequestStatus::kWaiting;
   // Tokens whose KV is in the cache (prefix hit + steps run so far).
   int num_computed_tokens = 0;

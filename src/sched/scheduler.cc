@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "base/check.h"
@@ -70,6 +71,7 @@ Status Scheduler::AddRequest(NewRequest request) {
   r->max_tokens = request.max_tokens;
   r->priority = request.priority;
   r->extra_key = request.extra_key;
+  r->prompt_logits = request.prompt_logits;
   r->arrival = next_arrival_++;
   r->status = RequestStatus::kWaiting;
   waiting_.insert(r.get());
@@ -92,6 +94,7 @@ SchedulerOutput Scheduler::Schedule() {
   out.finished_request_ids = std::move(finished_since_last_step_);
   finished_since_last_step_.clear();
   int budget = config_.max_num_batched_tokens;
+  prompt_logits_left_ = config_.max_prompt_logits_per_step;
 
   // 1. Running requests: decodes first, then continuing prefill chunks, each in running order.
   std::vector<Request*> order;
@@ -117,11 +120,13 @@ SchedulerOutput Scheduler::Schedule() {
 }
 
 bool Scheduler::ScheduleRunning(Request* r, SchedulerOutput& out, int& budget) {
-  int n = r->num_tokens() - r->num_computed_tokens;
-  XI_CHECK(n >= 1);
+  XI_CHECK(r->num_tokens() - r->num_computed_tokens >= 1);
+  int n = std::min(r->num_tokens() - r->num_computed_tokens, PromptLogitsCap(*r));
+  if (n == 0) return true;  // its prompt logits wait for the next step
   if (n > budget) {
-    // Only a chunked prefill can be longer than one token for a running request.
-    XI_CHECK(config_.enable_chunked_prefill);
+    // Only a chunked prefill (or a prompt-logits request's, chunked whatever the config) can be
+    // longer than one token for a running request.
+    XI_CHECK(config_.enable_chunked_prefill || r->prompt_logits);
     n = budget;
   }
   while (true) {
@@ -145,6 +150,7 @@ void Scheduler::Preempt(Request* victim, SchedulerOutput& out, int& budget) {
                          [&](const ScheduledSequence& s) { return s.request_id == victim->id; });
   if (it != out.scheduled.end()) {
     budget += it->num_new_tokens;
+    prompt_logits_left_ += it->num_prompt_logits;
     out.scheduled.erase(it);
   }
   kv_.Free(victim->id);
@@ -161,8 +167,11 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int& budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int>(running_.size()) < config_.max_num_seqs) {
     Request* r = *waiting_.begin();
-    PrefixHit hit = kv_.GetComputedBlocks(r->token_ids, r->extra_key);
-    int n = r->num_tokens() - hit.num_tokens;
+    // Cached positions are not computed, so they would have no logits.
+    PrefixHit hit =
+        r->prompt_logits ? PrefixHit{} : kv_.GetComputedBlocks(r->token_ids, r->extra_key);
+    int n = std::min(r->num_tokens() - hit.num_tokens, PromptLogitsCap(*r));
+    if (n == 0) break;
     if (n > budget) {
       if (!config_.enable_chunked_prefill) break;
       n = budget;
@@ -179,6 +188,12 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int& budget) {
   }
 }
 
+int Scheduler::PromptLogitsCap(const Request& r) const {
+  if (!r.prompt_logits || r.num_computed_tokens >= r.num_prompt_tokens - 1)
+    return std::numeric_limits<int>::max();
+  return prompt_logits_left_;
+}
+
 void Scheduler::AppendScheduled(Request* r, int num_new_tokens, std::vector<BlockId> new_blocks,
                                 bool newly_admitted, SchedulerOutput& out) {
   ScheduledSequence s;
@@ -189,6 +204,10 @@ void Scheduler::AppendScheduled(Request* r, int num_new_tokens, std::vector<Bloc
   s.token_ids.assign(first, first + num_new_tokens);
   const int end = s.start_position + num_new_tokens;
   s.needs_sampling = end == r->num_tokens();
+  if (r->prompt_logits) {
+    s.num_prompt_logits = std::max(0, std::min(end, r->num_prompt_tokens - 1) - s.start_position);
+    prompt_logits_left_ -= s.num_prompt_logits;
+  }
   s.is_prefill =
       !(num_new_tokens == 1 && s.needs_sampling && s.start_position >= r->num_prompt_tokens);
   s.newly_admitted = newly_admitted;

@@ -52,6 +52,10 @@ struct NewRequest {
   int max_tokens = 16;     // output tokens at most (>= 1)
   int priority = 0;        // used by the priority policy; lower first
   uint64_t extra_key = 0;  // prefix-cache namespace, e.g. LoRA id; 0 when unused
+  // Prompt logprobs: the logits of every prompt position are wanted (ScheduledSequence::
+  // num_prompt_logits), so the request does not read the prefix cache (cached positions are not
+  // computed) and its prefill chunks share SchedulerConfig::max_prompt_logits_per_step.
+  bool prompt_logits = false;
 };
 
 class Scheduler {
@@ -110,6 +114,9 @@ class Scheduler {
     bool operator()(const Request* a, const Request* b) const;
   };
 
+  // Prompt logprobs: the most tokens r's next chunk may have (the prompt-logits rows this step
+  // has left while r has prompt positions to compute; no limit otherwise).
+  int PromptLogitsCap(const Request& r) const;
   bool ScheduleRunning(Request* r, SchedulerOutput& out, int& budget);
   void Preempt(Request* victim, SchedulerOutput& out, int& budget);
   void AdmitWaiting(SchedulerOutput& out, int& budget);
@@ -129,6 +136,7 @@ class Scheduler {
   uint64_t next_step_id_ = 1;
   uint64_t pending_step_id_ = 0;  // non-empty step awaiting Update(); 0 when none
   int64_t num_preemptions_ = 0;
+  int prompt_logits_left_ = 0;  // this step's, of max_prompt_logits_per_step
 };
 
 }  // namespace xinfer

@@ -22,6 +22,9 @@ Status SchedulerConfig::Validate() const {
   }
   if (block_size < 1) return InvalidArgument("block_size must be >= 1, got {}", block_size);
   if (num_blocks < 1) return InvalidArgument("num_blocks must be >= 1, got {}", num_blocks);
+  if (max_prompt_logits_per_step < 1)
+    return InvalidArgument("max_prompt_logits_per_step must be >= 1, got {}",
+                           max_prompt_logits_per_step);
   if (max_num_batched_tokens < max_num_seqs) {
     return InvalidArgument(
         "max_num_batched_tokens ({}) must be >= max_num_seqs ({}) so every running sequence can "

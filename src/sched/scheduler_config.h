@@ -23,6 +23,10 @@ struct SchedulerConfig {
   int max_model_len = 4096;           // prompt + max_tokens at most
   int block_size = 16;                // tokens per KV block
   int num_blocks = 0;                 // KV blocks in the cache (from the runner's memory budget)
+  // Prompt-logprobs requests: the prompt positions whose logits one step computes at most, over
+  // all of them (each is a vocabulary-sized row of the runner's logits; their prefill chunks are
+  // cut to fit).
+  int max_prompt_logits_per_step = 128;
   // Without chunked prefill a prompt runs in one step, so Validate() requires
   // max_num_batched_tokens >= max_model_len (as vLLM does): any admissible request, including
   // one recomputed after preemption, then fits one step.

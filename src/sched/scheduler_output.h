@@ -24,6 +24,10 @@ struct ScheduledSequence {
   // True when the chunk ends at the request's last known token: the runner must compute logits
   // for the last position and sample one token. False for a non-final prefill chunk.
   bool needs_sampling = false;
+  // Prompt logprobs (NewRequest::prompt_logits): the logits of positions [start_position,
+  // start_position + num_prompt_logits) are wanted too; position p's give prompt token p + 1's
+  // logprob. 0 otherwise.
+  int num_prompt_logits = 0;
   // True on the first step after (re-)admission: the runner should (re)create its per-request
   // state; start_position may be > 0 on a prefix-cache hit.
   bool newly_admitted = false;

@@ -109,5 +109,52 @@ TEST(SchedulerPrefixTest, ExtraKeyAndDisabledCachingGiveNoHits) {
   EXPECT_EQ(off->stats().prefix_cache_hits, 0);
 }
 
+// Prompt logprobs: every prompt position's logits, so no cached prefix is read and the chunks
+// share max_prompt_logits_per_step; the rows named are exactly positions 0 .. prompt_len - 2.
+TEST(SchedulerPrefixTest, PromptLogitsRequestsComputeEveryPromptPosition) {
+  SchedulerConfig c = PrefixConfig();
+  c.max_prompt_logits_per_step = 100;
+  auto s = MakeScheduler(c);
+  const std::vector<TokenId> prompt = Range(250, 5);
+  ASSERT_TRUE(s->AddRequest(Req("warm", prompt, 1)).ok());
+  while (s->HasUnfinishedRequests()) Step(*s);
+  NewRequest a = Req("a", prompt, 2);
+  a.prompt_logits = true;
+  ASSERT_TRUE(s->AddRequest(std::move(a)).ok());
+  NewRequest b = Req("b", Range(30, 7000), 2);
+  b.prompt_logits = true;
+  ASSERT_TRUE(s->AddRequest(std::move(b)).ok());
+  ASSERT_TRUE(s->AddRequest(Req("plain", prompt, 2)).ok());  // reads the cache as before
+  std::vector<int> a_rows;  // positions whose logits a's steps asked for
+  int b_rows = 0;
+  for (int step = 0; step < 10 && s->HasUnfinishedRequests(); ++step) {
+    StepResult r = Step(*s);
+    int rows = 0;
+    for (const ScheduledSequence& q : r.out.scheduled) {
+      rows += q.num_prompt_logits;
+      EXPECT_LE(q.num_prompt_logits, q.num_new_tokens);
+      if (q.request_id == "a") {
+        if (q.newly_admitted) {
+          EXPECT_EQ(q.start_position, 0);
+        }
+        for (int j = 0; j < q.num_prompt_logits; ++j) a_rows.push_back(q.start_position + j);
+      }
+      if (q.request_id == "b") b_rows += q.num_prompt_logits;
+      if (q.request_id == "plain" && q.newly_admitted) {
+        EXPECT_EQ(q.start_position, 240);  // 15 cached blocks
+      }
+      if (q.request_id == "plain") {
+        EXPECT_EQ(q.num_prompt_logits, 0);
+      }
+    }
+    EXPECT_LE(rows, 100) << "step " << step;
+  }
+  std::vector<int> expected(249);
+  for (int p = 0; p < 249; ++p) expected[static_cast<size_t>(p)] = p;
+  EXPECT_EQ(a_rows, expected);
+  EXPECT_EQ(b_rows, 29);
+  EXPECT_EQ(s->GetRequest("a"), nullptr);
+}
+
 }  // namespace
 }  // namespace xinfer

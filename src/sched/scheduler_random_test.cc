@@ -96,6 +96,7 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
     if (chance(0.02)) nr.max_tokens = cfg.max_model_len;  // always too long
     nr.priority = uniform(0, 3);
     nr.extra_key = chance(0.1) ? 7 : 0;
+    nr.prompt_logits = chance(0.1);
     const int64_t total = static_cast<int64_t>(prompt) + nr.max_tokens;
     const bool fits = prompt > 0 && total <= cfg.max_model_len &&
                       CeilDiv(static_cast<int>(total) - 1, bs) <= cfg.num_blocks;
@@ -141,6 +142,7 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
     ASSERT_LE(out.total_num_tokens, cfg.max_num_batched_tokens);
     ASSERT_LE(static_cast<int>(out.scheduled.size()), cfg.max_num_seqs);
     int sum = 0;
+    int prompt_logits_rows = 0;
     std::set<RequestId> ids;
     std::map<BlockId, RequestId> owner;
     // Order: running decodes, then running prefill chunks, then admissions.
@@ -161,8 +163,17 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
       ASSERT_EQ(seq.token_ids, std::vector<TokenId>(sh.tokens.begin() + seq.start_position,
                                                     sh.tokens.begin() + end));
       ASSERT_EQ(seq.needs_sampling, end == static_cast<int>(sh.tokens.size()));
-      if (!cfg.enable_chunked_prefill) {
+      if (!cfg.enable_chunked_prefill && !r->prompt_logits) {
         ASSERT_TRUE(seq.needs_sampling);
+      }
+      // Prompt logprobs: the chunk's prompt positions (all but the last prompt token's), none
+      // read from the cache.
+      const int prompt_rows =
+          std::max(0, std::min(end, r->num_prompt_tokens - 1) - seq.start_position);
+      ASSERT_EQ(seq.num_prompt_logits, r->prompt_logits ? prompt_rows : 0);
+      prompt_logits_rows += seq.num_prompt_logits;
+      if (r->prompt_logits && seq.newly_admitted) {
+        ASSERT_EQ(seq.start_position, 0);
       }
       ASSERT_EQ(seq.block_table, s.kv_cache().block_table(seq.request_id));
       ASSERT_GE(static_cast<int>(seq.block_table.size()), CeilDiv(end, bs));
@@ -189,6 +200,7 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
       }
     }
     ASSERT_EQ(sum, out.total_num_tokens);
+    ASSERT_LE(prompt_logits_rows, cfg.max_prompt_logits_per_step);
     ASSERT_LT(last_running, first_admitted) << "running requests must precede admissions";
     ASSERT_LT(last_running_decode, first_running_chunk) << "decodes must precede chunks";
     // Victims are the last in (priority, arrival) order and nothing is admitted with them.

@@ -83,6 +83,10 @@ Status ParseParams(const json& body, const ProtocolContext& ctx, std::vector<int
   const int prompt_len = static_cast<int>(ids.size());
   XI_ASSIGN_OR_RETURN(r.params, ParseSamplingParams(body, defaults, ctx.max_model_len, prompt_len));
   XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size, ctx.max_logprobs));
+  // As vLLM: prompt logprobs come in the whole response only (0 asks for nothing to stream).
+  if (r.stream && r.params.prompt_logprobs > 0)
+    return InvalidArgument("prompt_logprobs are not available when stream is true");
+  if (r.stream) r.params.prompt_logprobs = -1;
   if (prompt_len >= ctx.max_model_len)
     return InvalidArgument(
         "This model's maximum context length is {} tokens. However, your prompt has {} tokens; "
@@ -367,6 +371,10 @@ StatusOr<GenerationRequest> ParseCompletionRequest(const json& body, const Proto
     XI_RETURN_IF_ERROR(ParseParams(b, ctx, ids, defaults, r));
     r.prompts.push_back(std::move(ids));
   }
+  // echo with logprobs: the echoed prompt's tokens carry theirs too (vLLM computes them as
+  // prompt_logprobs; lm-evaluation-harness scores continuations this way).
+  if (r.echo && r.params.logprobs >= 0 && r.params.prompt_logprobs < 0)
+    r.params.prompt_logprobs = r.params.logprobs;
   return r;
 }
 

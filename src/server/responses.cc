@@ -71,25 +71,54 @@ json ResponseBuilder::ChatLogprobs(const std::vector<TokenLogprobs>& lps) const 
   return {{"content", content}};
 }
 
-json ResponseBuilder::CompletionLogprobs(const std::vector<TokenLogprobs>& lps,
-                                         size_t* offset) const {
+json ResponseBuilder::CompletionLogprobs(const std::vector<TokenLogprobs>& lps, size_t* offset,
+                                         const std::vector<int32_t>* prompt,
+                                         const std::vector<TokenLogprobs>* prompt_lps) const {
   json tokens = json::array(), token_lps = json::array(), tops = json::array(),
        offsets = json::array();
-  for (const TokenLogprobs& lp : lps) {
-    std::string s = TokenText(lp.token);
+  auto add = [&](int32_t id, const TokenLogprobs* lp) {
+    const std::string s = TokenText(id);
     tokens.push_back(s);
-    token_lps.push_back(Lp(lp.logprob));
-    json top = json::object();
-    for (const TokenLogprob& t : lp.top) top[TokenText(t.id)] = Lp(t.logprob);
-    top[s] = Lp(lp.logprob);
-    tops.push_back(top);
     offsets.push_back(*offset);
     *offset += s.size();
+    if (lp == nullptr) {  // the prompt's first token: nothing precedes it
+      token_lps.push_back(nullptr);
+      tops.push_back(nullptr);
+      return;
+    }
+    token_lps.push_back(Lp(lp->logprob));
+    json top = json::object();
+    for (const TokenLogprob& t : lp->top) top[TokenText(t.id)] = Lp(t.logprob);
+    top[s] = Lp(lp->logprob);
+    tops.push_back(top);
+  };
+  if (prompt != nullptr) {
+    for (size_t i = 0; i < prompt->size(); ++i)
+      add((*prompt)[i], i == 0 || i > prompt_lps->size() ? nullptr : &(*prompt_lps)[i - 1]);
   }
+  for (const TokenLogprobs& lp : lps) add(lp.token, &lp);
   return {{"tokens", tokens},
           {"token_logprobs", token_lps},
           {"top_logprobs", tops},
           {"text_offset", offsets}};
+}
+
+json ResponseBuilder::PromptLogprobs(const std::vector<TokenLogprobs>& lps) const {
+  json out = json::array({nullptr});
+  for (const TokenLogprobs& lp : lps) {
+    json entry = json::object();
+    entry[std::to_string(lp.token)] = {
+        {"logprob", Lp(lp.logprob)}, {"rank", lp.rank}, {"decoded_token", TokenText(lp.token)}};
+    for (size_t k = 0; k < lp.top.size(); ++k) {
+      const std::string id = std::to_string(lp.top[k].id);
+      if (entry.contains(id)) continue;
+      entry[id] = {{"logprob", Lp(lp.top[k].logprob)},
+                   {"rank", static_cast<int>(k) + 1},
+                   {"decoded_token", TokenText(lp.top[k].id)}};
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
 }
 
 json ResponseBuilder::Usage() const {
@@ -118,6 +147,7 @@ std::string ResponseBuilder::Add(int prompt_index, const RequestOutput& out) {
   }
   c.text += out.text;
   c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+  if (!out.prompt_logprobs.empty()) c.prompt_logprobs = out.prompt_logprobs;
   return "";
 }
 
@@ -186,14 +216,22 @@ std::string ResponseBuilder::StreamChat(Choice& c, const RequestOutput& out) {
 
 std::string ResponseBuilder::StreamCompletion(Choice& c, const RequestOutput& out) {
   std::string text = out.text;
-  if (req_.echo && !c.text.empty()) {
-    text = c.text + text;  // the echoed prompt goes out with the first piece
+  // The echoed prompt goes out with the first piece, with its tokens' logprobs when asked.
+  const bool echo_now = req_.echo && !c.echo_sent;
+  if (echo_now) {
+    text = c.text + text;
     c.text.clear();
+    c.echo_sent = true;
   }
   if (text.empty() && !out.finished && out.logprobs.empty()) return "";
   json lps = nullptr;
-  if (req_.params.logprobs >= 0 && !out.logprobs.empty())
-    lps = CompletionLogprobs(out.logprobs, &c.text_offset);
+  if (req_.params.logprobs >= 0 && (!out.logprobs.empty() || echo_now)) {
+    const int n = std::max(req_.params.n, 1);
+    lps = echo_now ? CompletionLogprobs(out.logprobs, &c.text_offset,
+                                        &req_.prompts[static_cast<size_t>(c.index / n)],
+                                        &out.prompt_logprobs)
+                   : CompletionLogprobs(out.logprobs, &c.text_offset);
+  }
   json choice = {{"index", c.index},
                  {"text", text},
                  {"logprobs", lps},
@@ -223,17 +261,24 @@ std::string ResponseBuilder::StreamEnd() {
 }
 
 json ResponseBuilder::Response() {
+  const int n = std::max(req_.params.n, 1);
   json choices = json::array();
   for (Choice& c : choices_) {
     json lps = nullptr;
     std::string reason = c.finish_reason.empty() ? "abort" : c.finish_reason;
     if (req_.endpoint == Endpoint::kCompletion) {
-      if (req_.params.logprobs >= 0) lps = CompletionLogprobs(c.logprobs, &c.text_offset);
+      const std::vector<int32_t>& prompt = req_.prompts[static_cast<size_t>(c.index / n)];
+      if (req_.params.logprobs >= 0)
+        lps = req_.echo
+                  ? CompletionLogprobs(c.logprobs, &c.text_offset, &prompt, &c.prompt_logprobs)
+                  : CompletionLogprobs(c.logprobs, &c.text_offset);
       choices.push_back({{"index", c.index},
                          {"text", c.text},
                          {"logprobs", lps},
                          {"finish_reason", reason},
                          {"stop_reason", StopReason(reason, c.stop_reason)}});
+      if (req_.params.prompt_logprobs >= 0)
+        choices.back()["prompt_logprobs"] = PromptLogprobs(c.prompt_logprobs);
       continue;
     }
     if (req_.params.logprobs >= 0) lps = ChatLogprobs(c.logprobs);
@@ -277,12 +322,17 @@ json ResponseBuilder::Response() {
                        {"finish_reason", reason},
                        {"stop_reason", StopReason(reason, c.stop_reason)}});
   }
-  return {{"id", req_.id},
-          {"object", req_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
-          {"created", req_.created},
-          {"model", req_.model},
-          {"choices", choices},
-          {"usage", Usage()}};
+  json response = {
+      {"id", req_.id},
+      {"object", req_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
+      {"created", req_.created},
+      {"model", req_.model},
+      {"choices", choices},
+      {"usage", Usage()}};
+  // vLLM's chat response carries them once, beside the choices (one prompt).
+  if (req_.endpoint == Endpoint::kChat && req_.params.prompt_logprobs >= 0 && !choices_.empty())
+    response["prompt_logprobs"] = PromptLogprobs(choices_[0].prompt_logprobs);
+  return response;
 }
 
 }  // namespace xinfer::server

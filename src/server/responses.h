@@ -54,14 +54,23 @@ class ResponseBuilder : public OutputBuilder {
     bool finished = false;
     int completion_tokens = 0;
     size_t text_offset = 0;  // completions logprobs
+    // params.prompt_logprobs >= 0: the engine's, from the choice's first output.
+    std::vector<TokenLogprobs> prompt_logprobs;
+    bool echo_sent = false;  // streamed completions: the echoed prompt went out
     std::optional<ReasoningStream> reasoning;
     std::optional<ChoiceToolCalls> tool_calls;  // chat, streaming
   };
 
   nlohmann::ordered_json Usage() const;
   nlohmann::ordered_json ChatLogprobs(const std::vector<TokenLogprobs>& lps) const;
-  nlohmann::ordered_json CompletionLogprobs(const std::vector<TokenLogprobs>& lps,
-                                            size_t* offset) const;
+  // `prompt`'s tokens first when given (echo: the first without a logprob), then `lps`.
+  nlohmann::ordered_json CompletionLogprobs(
+      const std::vector<TokenLogprobs>& lps, size_t* offset,
+      const std::vector<int32_t>* prompt = nullptr,
+      const std::vector<TokenLogprobs>* prompt_lps = nullptr) const;
+  // vLLM's prompt_logprobs: null for the first prompt token, then {"<id>": {logprob, rank,
+  // decoded_token}} with the prompt token and its top alternatives.
+  nlohmann::ordered_json PromptLogprobs(const std::vector<TokenLogprobs>& lps) const;
   std::string TokenText(int32_t id) const;
   std::string ChatChunk(const Choice& c, nlohmann::ordered_json delta,
                         const nlohmann::ordered_json& logprobs, const char* finish_reason,

@@ -488,6 +488,56 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.ok(closed.json.count > t.json.count);
   });
 
+  test('prompt_logprobs and echo with logprobs: each prompt token scored as if generated', async () => {
+    // lm-evaluation-harness scores a continuation with echo + logprobs (vLLM computes them as
+    // prompt_logprobs). A prompt of ~300 tokens spans three steps of prompt-logits rows.
+    const ids = (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: 'The quick brown fox jumps over the lazy dog. '.repeat(30) })).json.tokens;
+    assert.ok(ids.length > 260, `${ids.length}`);
+    const req = { model: 'test-model', prompt: ids, max_tokens: 1, temperature: 0, logprobs: 3, echo: true };
+    const r = await client.completions.create(req);
+    const lp = r.choices[0].logprobs;
+    assert.equal(lp.tokens.length, ids.length + 1);
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.top_logprobs[0], null);
+    assert.equal(lp.text_offset[0], 0);
+    assert.equal(lp.tokens.join(''), r.choices[0].text);
+    const pl = r.choices[0].prompt_logprobs;
+    assert.equal(pl.length, ids.length);
+    assert.equal(pl[0], null);
+    // Position i's logprob is the one a request ending at i - 1 gets for token ids[i], forced by
+    // allowed_token_ids (raw logprobs are taken before it), alternatives included.
+    for (const i of [1, 2, 127, 128, 129, 200, ids.length - 1]) {
+      const forced = await client.completions.create({ model: 'test-model', prompt: ids.slice(0, i),
+        max_tokens: 1, temperature: 0, logprobs: 3, allowed_token_ids: [ids[i]] });
+      const f = forced.choices[0].logprobs;
+      assert.ok(Math.abs(f.token_logprobs[0] - lp.token_logprobs[i]) < 1e-3, `${i}: ${f.token_logprobs[0]} vs ${lp.token_logprobs[i]}`);
+      assert.deepEqual(Object.keys(f.top_logprobs[0]).sort(), Object.keys(lp.top_logprobs[i]).sort(), `${i}`);
+      const entry = pl[i][String(ids[i])];
+      assert.ok(Math.abs(entry.logprob - lp.token_logprobs[i]) < 1e-6);
+      assert.ok(entry.rank >= 1);
+      const top = Object.values(pl[i]).filter((e) => e.rank <= 3);
+      for (const e of top) assert.ok(e.logprob >= entry.logprob || e === entry);
+    }
+    // The same again (the prefix cache is not read for them), and streamed: the first chunk
+    // echoes the prompt with its tokens' logprobs.
+    const again = await client.completions.create(req);
+    assert.deepEqual(again.choices[0].logprobs.token_logprobs, lp.token_logprobs);
+    const chunks = await collect(await client.completions.create({ ...req, stream: true }));
+    assert.deepEqual(chunks.flatMap((c) => c.choices[0]?.logprobs?.token_logprobs ?? []), lp.token_logprobs);
+    assert.equal(chunks.map((c) => c.choices[0]?.text ?? '').join(''), r.choices[0].text);
+    // Chat: beside the choices, one per prompt token.
+    const chat = await client.chat.completions.create({ model: 'test-model', max_tokens: 2,
+      messages: [{ role: 'user', content: 'Hi there' }], prompt_logprobs: 2 });
+    assert.equal(chat.prompt_logprobs.length, chat.usage.prompt_tokens);
+    assert.equal(chat.prompt_logprobs[0], null);
+    assert.ok(Object.keys(chat.prompt_logprobs[1]).length >= 2);
+    // As vLLM: not with stream.
+    const streamed = await raw(srv.baseURL, 'POST', '/v1/completions',
+      { model: 'test-model', prompt: 'Hi', prompt_logprobs: 1, stream: true });
+    assert.equal(streamed.status, 400);
+    assert.match(streamed.json.error.message, /prompt_logprobs are not available when stream is true/);
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

@@ -225,8 +225,9 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       assertError(await post('/v1/completions', c({ truncate_prompt_tokens: k })), 400,
         { param: 'truncate_prompt_tokens' });
     assertError(await post('/v1/completions', c({ bad_words: ['x'] })), 400, { param: 'bad_words' });
-    assertError(await post('/v1/completions', c({ prompt_logprobs: 1 })), 400,
-      { param: 'prompt_logprobs' });
+    for (const k of [-1, 21, 'x'])
+      assertError(await post('/v1/completions', c({ prompt_logprobs: k })), 400,
+        { param: 'prompt_logprobs' });
     assertError(await post('/v1/chat/completions', chat({ continue_final_message: 'yes' })), 400,
       { param: 'continue_final_message', message: /must be a boolean/ });
     assertError(await post('/v1/chat/completions',

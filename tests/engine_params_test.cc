@@ -2,11 +2,13 @@
 // test fails if the engine ignored the parameter.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "engine_test_util.h"
+#include "golden_util.h"
 #include "test_util.h"
 
 namespace xinfer {
@@ -171,6 +173,44 @@ TEST_F(EngineParamsTest, Logprobs) {
     EXPECT_LE(r.logprobs[i].logprob, 0.f);
   }
   EXPECT_TRUE(Run(Params(6)).logprobs.empty());
+}
+
+// The golden story fed back as a prompt: each of its tokens scored where the model wrote it,
+// the same logprob the greedy run reported for it, the most likely wherever the reference's top-2
+// gap tells; the first against the reference's own logits.
+TEST_F(EngineParamsTest, PromptLogprobsScoreTheGoldenStoryAsTheModelWroteIt) {
+  SamplingParams greedy = Params(48);
+  greedy.logprobs = 0;
+  const testing::Completed written = Run(greedy);
+  ASSERT_EQ(written.token_ids, GoldenPrefix(48));
+  std::vector<int32_t> prompt = {1};
+  for (int32_t t : GoldenPrefix(48)) prompt.push_back(t);
+  SamplingParams p = Params(1);
+  p.prompt_logprobs = 2;
+  const testing::Completed scored = Run(p, prompt);
+  ASSERT_EQ(scored.prompt_logprobs.size(), 48u);
+  const auto golden =
+      testing::ReadLogitsGolden(testing::SharedDir() + "/golden/logits/tinystories-656k");
+  ASSERT_EQ(golden[0].ids, std::vector<int32_t>{1});
+  for (size_t i = 0; i < 48; ++i) {
+    const TokenLogprobs& lp = scored.prompt_logprobs[i];
+    EXPECT_EQ(lp.token, golden_[i]);
+    EXPECT_NEAR(lp.logprob, written.logprobs[i].logprob, 1e-4) << i;
+    ASSERT_EQ(lp.top.size(), 2u);
+    EXPECT_GE(lp.top[0].logprob, lp.top[1].logprob);
+    if (golden[0].greedy_top2_gap[i] > testing::kGoldenGapThreshold) {
+      EXPECT_EQ(lp.rank, 1) << i;
+      EXPECT_EQ(lp.top[0].id, lp.token) << i;
+    }
+  }
+  // log_softmax of the reference's logits after BOS, at the story's first token.
+  const std::vector<float>& ref = golden[0].logits;
+  double max = ref[0], sum = 0;
+  for (float x : ref) max = std::max<double>(max, x);
+  for (float x : ref) sum += std::exp(x - max);
+  EXPECT_NEAR(scored.prompt_logprobs[0].logprob, ref[golden_[0]] - max - std::log(sum), 2e-2);
+  // Not asked: none.
+  EXPECT_TRUE(Run(Params(1), prompt).prompt_logprobs.empty());
 }
 
 TEST_F(EngineParamsTest, AbortFreesBlocksAndReportsAbort) {

@@ -17,6 +17,8 @@ std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_step
       c.token_ids.insert(c.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
       c.text += o.text;
       c.logprobs.insert(c.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
+      c.prompt_logprobs.insert(c.prompt_logprobs.end(), o.prompt_logprobs.begin(),
+                               o.prompt_logprobs.end());
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
       if (o.finished) {

@@ -18,6 +18,7 @@ struct Completed {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   std::vector<TokenLogprobs> logprobs;
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 // Steps `engine` until it is idle; returns every choice's accumulated output keyed by

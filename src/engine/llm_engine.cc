@@ -136,6 +136,25 @@ StatusOr<ReplicaPlacement> PlaceReplica(const EngineConfig& c, int data_parallel
   return p;
 }
 
+// vLLM's SamplingParams.update_from_tokenizer: each bad word as written (leading whitespace
+// dropped), and with one leading space where that is another word token of the same length (to
+// ban it mid-text as well as at the start).
+Status TokenizeBadWords(const Tokenizer& tokenizer, SamplingParams& params) {
+  params.bad_words_token_ids.clear();
+  for (const std::string& word : params.bad_words) {
+    const size_t start = word.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos) return InvalidArgument("bad_words entries must not be blank");
+    const std::string bare = word.substr(start);
+    XI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.Encode(bare, false));
+    XI_ASSIGN_OR_RETURN(std::vector<int32_t> spaced, tokenizer.Encode(" " + bare, false));
+    if (ids.empty()) return InvalidArgument("bad_words: '{}' has no tokens", word);
+    const bool other_word = !spaced.empty() && spaced[0] != ids[0] && spaced.size() == ids.size();
+    params.bad_words_token_ids.push_back(std::move(ids));
+    if (other_word) params.bad_words_token_ids.push_back(std::move(spaced));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 LLMEngine::~LLMEngine() = default;
@@ -255,6 +274,7 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
   if (id.empty()) return InvalidArgument("request id must not be empty");
   if (requests_.count(id)) return InvalidArgument("request id '{}' is already in use", id);
   const int32_t vocab = model_->config().vocab_size;
+  XI_RETURN_IF_ERROR(TokenizeBadWords(*tokenizer_, request.params));
   XI_RETURN_IF_ERROR(request.params.Validate(vocab, config_.MaxLogprobs(vocab)));
   if (request.prompt_ids.empty()) return InvalidArgument("prompt must not be empty");
   for (int32_t t : request.prompt_ids)

@@ -220,9 +220,16 @@ StatusOr<SamplingParams> ParseSamplingParams(const json& b, const SamplingParams
   }
   // vLLM parameters xinfer does not implement: refused rather than silently ignored, so a client
   // never gets output that disregards what it asked for.
-  if (b.contains("bad_words") && !b["bad_words"].is_null() &&
-      !(b["bad_words"].is_array() && b["bad_words"].empty()))
-    return Unimplemented("bad_words is not supported; allowed_token_ids and logit_bias are");
+  if (b.contains("bad_words") && !b["bad_words"].is_null()) {
+    if (!b["bad_words"].is_array()) return InvalidArgument("bad_words must be a list of strings");
+    for (const json& w : b["bad_words"]) {
+      if (!w.is_string()) return InvalidArgument("bad_words must be a list of strings");
+      const std::string word = w.get<std::string>();
+      if (word.find_first_not_of(" \t\r\n") == std::string::npos)
+        return InvalidArgument("bad_words entries must not be empty or blank");
+      p.bad_words.push_back(word);
+    }
+  }
   if (b.contains("prompt_logprobs") && !b["prompt_logprobs"].is_null()) {
     XI_RETURN_IF_ERROR(Integer(b, "prompt_logprobs", &p.prompt_logprobs));
     if (p.prompt_logprobs < 0) return InvalidArgument("prompt_logprobs must be >= 0");

@@ -70,6 +70,13 @@ Status Sampler::ProcessLogits(std::span<float> logits, std::span<const int32_t> 
     std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
     for (const Candidate& c : kept) logits[static_cast<size_t>(c.id)] = c.logit;
   }
+  // bad_words: a word's last token is masked where the output ends with the rest of it.
+  for (const std::vector<int32_t>& word : params_.bad_words_token_ids) {
+    const size_t prefix = word.size() - 1;
+    if (prefix > output_ids.size() || static_cast<size_t>(word.back()) >= logits.size()) continue;
+    if (std::equal(word.begin(), word.end() - 1, output_ids.end() - prefix))
+      logits[static_cast<size_t>(word.back())] = -std::numeric_limits<float>::infinity();
+  }
   if (!params_.logit_bias.empty()) {
     for (const auto& [id, bias] : params_.logit_bias) {
       if (id < 0 || id >= vocab) {

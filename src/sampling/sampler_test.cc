@@ -200,6 +200,30 @@ TEST(SamplerTest, AllowedTokenIdsRestrictTheChoice) {
   EXPECT_EQ(sb.Sample(logits, {}, {}).status().code(), StatusCode::kInvalidArgument);
 }
 
+// vLLM's bad_words: a one-token word is never sampled; a longer word's last token only where the
+// output ends with the rest of it.
+TEST(SamplerTest, BadWordsMaskTheTokenThatWouldCompleteAWord) {
+  SamplingParams p = Params();
+  p.temperature = 0.0f;
+  p.bad_words_token_ids = {{4}, {1, 2, 3}};
+  Sampler s(p, {kSamplerEos}, 0);
+  const std::vector<float> logits = {0.0f, 1.0f, 2.0f, 8.0f, 9.0f};
+  const std::vector<int32_t> none, after_1_2 = {7, 1, 2}, after_2 = {1, 1, 2, 2}, after_1 = {2, 1};
+  EXPECT_EQ(SampleOnce(s, logits, {}, none).token, 3);       // 4 banned everywhere
+  EXPECT_EQ(SampleOnce(s, logits, {}, after_1_2).token, 2);  // 1 2 → 3 would complete it
+  EXPECT_EQ(SampleOnce(s, logits, {}, after_2).token, 3);
+  EXPECT_EQ(SampleOnce(s, logits, {}, after_1).token, 3);
+  // The prompt is not part of the output: a word it ends with is not completed.
+  const std::vector<int32_t> prompt = {1, 2};
+  EXPECT_EQ(SampleOnce(s, logits, prompt, none).token, 3);
+  SamplingParams bad = Params();
+  bad.bad_words_token_ids = {{1, 5}};
+  EXPECT_NE(bad.Validate(5).message().find("bad_words: token id 5 is out of range"),
+            std::string::npos);
+  bad.bad_words_token_ids = {{}};
+  EXPECT_FALSE(bad.Validate(5).ok());
+}
+
 TEST(SamplerTest, RepetitionPenaltyAppliesToPromptAndOutputOnce) {
   SamplingParams p = Params();
   p.repetition_penalty = 2.0f;

@@ -66,6 +66,12 @@ Status SamplingParams::Validate(int32_t vocab_size, int32_t max_logprobs) const 
     return InvalidArgument("logprobs must be in [0, {}] (or absent; --max-logprobs), got {}",
                            max_logprobs, logprobs);
   }
+  for (const auto& word : bad_words_token_ids) {
+    if (word.empty()) return InvalidArgument("bad_words: a word has no tokens");
+    for (int32_t id : word)
+      if (id < 0 || id >= vocab_size)
+        return InvalidArgument("bad_words: token id {} is out of range [0, {})", id, vocab_size);
+  }
   if (prompt_logprobs < -1 || prompt_logprobs > max_logprobs) {
     return InvalidArgument("prompt_logprobs must be in [0, {}] (or absent; --max-logprobs), got {}",
                            max_logprobs, prompt_logprobs);

@@ -75,6 +75,11 @@ struct SamplingParams {
   int32_t max_tokens = 16;              // >= 1; the engine separately caps it to the context left
   std::vector<std::string> stop;        // non-empty, valid UTF-8; not emitted (see below)
   std::vector<int32_t> stop_token_ids;  // < vocab; end with "stop", their text not emitted
+  // vLLM's bad_words: words never generated. The engine tokenizes them (AddRequest, as vLLM:
+  // each as written and with a leading space) into bad_words_token_ids; a sequence's last token
+  // is masked wherever the output so far ends with the rest of it.
+  std::vector<std::string> bad_words;
+  std::vector<std::vector<int32_t>> bad_words_token_ids;
   bool ignore_eos = false;
   bool include_stop_str_in_output = false;
   // [0, max_tokens]: EOS, stop_token_ids and stop strings cannot end the sequence before this

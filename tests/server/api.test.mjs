@@ -538,6 +538,25 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
     assert.match(streamed.json.error.message, /prompt_logprobs are not available when stream is true/);
   });
 
+  test('bad_words: a word the greedy answer writes is written nowhere once banned', async () => {
+    const req = { model: 'test-model', prompt: 'Hello there', max_tokens: 24, temperature: 0, logprobs: 0 };
+    const greedy = await client.completions.create(req);
+    const tokens = greedy.choices[0].logprobs.tokens;
+    // The first whole-word token after a space (byte-level BPE: " word" is one token, and so is
+    // "word" at the start of a text: vLLM bans both).
+    const at = tokens.findIndex((t) => /^ [A-Za-z]{3,}$/.test(t));
+    assert.ok(at >= 0, JSON.stringify(tokens));
+    const word = tokens[at].trim();
+    const banned = await client.completions.create({ ...req, bad_words: [word] });
+    const out = banned.choices[0].logprobs.tokens;
+    assert.ok(!out.includes(tokens[at]) && !out.includes(word), `${word}: ${JSON.stringify(out)}`);
+    assert.deepEqual(out.slice(0, at), tokens.slice(0, at));
+    // Blank words are a bad request.
+    const blank = await raw(srv.baseURL, 'POST', '/v1/completions', { ...req, bad_words: [' '] });
+    assert.equal(blank.status, 400);
+    assert.match(blank.json.error.message, /bad_words entries must not be empty or blank/);
+  });
+
   test('enable_thinking changes the prompt (chat_template_kwargs)', async () => {
     const messages = [{ role: 'user', content: 'Think about it' }];
     const on = await raw(srv.baseURL, 'POST', '/tokenize', { messages });

@@ -224,7 +224,8 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
     for (const k of [0, -2, 'x', 100000])
       assertError(await post('/v1/completions', c({ truncate_prompt_tokens: k })), 400,
         { param: 'truncate_prompt_tokens' });
-    assertError(await post('/v1/completions', c({ bad_words: ['x'] })), 400, { param: 'bad_words' });
+    for (const w of ['x', [''], [3]])
+      assertError(await post('/v1/completions', c({ bad_words: w })), 400, { param: 'bad_words' });
     for (const k of [-1, 21, 'x'])
       assertError(await post('/v1/completions', c({ prompt_logprobs: k })), 400,
         { param: 'prompt_logprobs' });
@@ -237,7 +238,8 @@ describe('request errors', { skip: skipUnless(QWEN) }, () => {
       messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: ' ' }] }), 400,
     { param: 'continue_final_message', message: /needs text to continue/ });
     // Their defaults are accepted.
-    for (const extra of [{ bad_words: [] }, { prompt_logprobs: null }, { skip_special_tokens: true }])
+    for (const extra of [{ bad_words: [] }, { bad_words: ['x'] }, { prompt_logprobs: null },
+      { skip_special_tokens: true }])
       assert.equal((await post('/v1/completions', c(extra))).status, 200);
     assert.equal((await post('/v1/chat/completions', chat({ continue_final_message: false }))).status, 200);
   });

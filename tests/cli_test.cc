@@ -696,6 +696,28 @@ TEST(CliTest, VllmParallelismAndDeviceFlags) {
 // vLLM's --tokenizer, --generation-config, --override-generation-config and --load-format, and its
 // flags for machinery this engine does not have: accepted, or refused where the value asks for
 // something else.
+// --task embed (and vLLM's --runner pooling / --convert embed) is for serve; generate refuses it,
+// and what the engine cannot pool or run is refused by name.
+TEST(CliTest, VllmTaskAndPoolerFlags) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  const std::string gen =
+      "generate --model " + Model("tinystories-656k") + " --prompt-ids 1,400 --max-tokens 2";
+  for (const std::string& flags : {std::string(" --task embed"), std::string(" --runner pooling"),
+                                   std::string(" --convert embed")}) {
+    RunResult r = RunXinfer(gen + flags);
+    EXPECT_EQ(r.exit_code, 1) << flags;
+    EXPECT_NE(r.err.find("generate writes text"), std::string::npos) << flags << ": " << r.err;
+  }
+  EXPECT_EQ(RunXinfer(gen + " --task generate --runner generate --convert none").exit_code, 0);
+  RunResult classify = RunXinfer(gen + " --task classify");
+  EXPECT_NE(classify.err.find("task 'classify' is not available"), std::string::npos)
+      << classify.err;
+  RunResult runner = RunXinfer(gen + " --runner draft");
+  EXPECT_NE(runner.exit_code, 0);
+  RunResult mean = RunXinfer(gen + " --override-pooler-config '{\"pooling_type\": \"MEAN\"}'");
+  EXPECT_NE(mean.err.find("pooling_type \"MEAN\" is not available"), std::string::npos) << mean.err;
+}
+
 TEST(CliTest, VllmTokenizerAndGenerationConfigFlags) {
   XI_REQUIRE_SHARED("models/tiny-qwen3-bf16.gguf");
   // The GGUF file's own tokenizer and the folder's are the same vocabulary: the same ids.

@@ -19,6 +19,7 @@ std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_step
       c.logprobs.insert(c.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
       c.prompt_logprobs.insert(c.prompt_logprobs.end(), o.prompt_logprobs.begin(),
                                o.prompt_logprobs.end());
+      if (!o.embedding.empty()) c.embedding = o.embedding;
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
       if (o.finished) {

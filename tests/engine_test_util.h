@@ -19,6 +19,7 @@ struct Completed {
   int completion_tokens = 0;
   std::vector<TokenLogprobs> logprobs;
   std::vector<TokenLogprobs> prompt_logprobs;
+  std::vector<float> embedding;
 };
 
 // Steps `engine` until it is idle; returns every choice's accumulated output keyed by

@@ -79,6 +79,28 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "vocabulary)");
   cmd->add_option("--load-format", c->load_format,
                   "auto (default), safetensors or gguf: must match the model");
+  cmd->add_option("--task", c->task,
+                  "auto (default: generate), generate, or embed: serve embeddings on "
+                  "/v1/embeddings (last-token pooling, as Qwen3-Embedding)");
+  // vLLM's newer spelling of --task embed.
+  cmd->add_option_function<std::string>(
+         "--runner",
+         [c](const std::string& runner) {
+           if (runner == "pooling") c->task = "embed";
+           if (runner == "generate") c->task = "generate";
+         },
+         "auto (default), generate, or pooling (= --task embed)")
+      ->check(CLI::IsMember({"auto", "generate", "pooling"}));
+  cmd->add_option_function<std::string>(
+         "--convert",
+         [c](const std::string& convert) {
+           if (convert == "embed") c->task = "embed";
+         },
+         "auto (default), none, or embed (= --task embed)")
+      ->check(CLI::IsMember({"auto", "none", "embed"}));
+  cmd->add_option("--override-pooler-config,--pooler-config", c->pooler_config,
+                  "JSON {\"pooling_type\": \"LAST\", \"normalize\": true|false} for --task embed "
+                  "(default: LAST, normalized)");
   // vLLM flags that configure what this engine does not have; accepted so that a vLLM command
   // line runs unchanged, each saying why it changes nothing.
   AddAcceptedVllmFlag(cmd, "--swap-space",

@@ -131,6 +131,10 @@ int RunGenerate(GenerateOptions o) {
         "--data-parallel-size {}: generate runs one engine; data-parallel replicas share "
         "requests in `xinfer serve`",
         o.engine.data_parallel_size));
+  if (o.engine.task == "embed")
+    return ReportError(InvalidArgument(
+        "--task embed: generate writes text; serve the model (`xinfer serve --task embed`) for "
+        "its embeddings on /v1/embeddings"));
   if (!batch) {
     // One request: a small cache is plenty and starts instantly.
     if (o.engine.kv_cache_memory == 0 && o.engine.num_gpu_blocks_override == 0)

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "base/cpu_topology.h"
@@ -105,6 +106,11 @@ Status EngineConfig::Validate() const {
   }
   if (generation_config.empty())
     return InvalidArgument("generation_config must be auto, vllm or a folder, got ''");
+  if (task != "auto" && task != "generate" && task != "embed")
+    return Unimplemented(
+        "task '{}' is not available: generate (text) or embed (embeddings, last-token pooling)",
+        task);
+  XI_RETURN_IF_ERROR(ParsePoolerConfig(pooler_config).status());
   if (device != "auto" && device != "cpu")
     return Unimplemented("device '{}' is not available: this build has the cpu backend (auto, cpu)",
                          device);
@@ -132,6 +138,33 @@ std::string EngineConfig::RanksName() const {
                                 : fmt::format("tensor_parallel_size {}", tensor_parallel_size);
 }
 
+StatusOr<bool> ParsePoolerConfig(const std::string& text) {
+  if (text.empty()) return true;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return InvalidArgument("pooler_config must be a JSON object, got '{}'", text);
+  bool normalize = true;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "pooling_type") {
+      if (value != "LAST" && value != "last")
+        return Unimplemented(
+            "pooler_config pooling_type {} is not available: LAST (the last token's hidden "
+            "state, as Qwen's embedding models pool)",
+            value.dump());
+    } else if (key == "normalize") {
+      if (!value.is_boolean()) return InvalidArgument("pooler_config normalize must be a boolean");
+      normalize = value.get<bool>();
+    } else {
+      return Unimplemented("pooler_config {} is not available (pooling_type, normalize are)", key);
+    }
+  }
+  return normalize;
+}
+
+bool EngineConfig::PoolerNormalizes() const {
+  const StatusOr<bool> n = ParsePoolerConfig(pooler_config);
+  return n.ok() && *n;
+}
+
 std::string EngineConfig::ToString() const {
   return fmt::format(
       "model={} block_size={} num_gpu_blocks_override={} kv_cache_memory={} "
@@ -140,7 +173,8 @@ std::string EngineConfig::ToString() const {
       "scheduling_policy={} threads={} mmap_weights={} int8_activations={} dtype={} "
       "kv_cache_dtype={} ({}) quantization={} tensor_parallel_size={} cpu_threads_bind={} "
       "pipeline_parallel_size={} data_parallel_size={} device={} seed={} tokenizer={} "
-      "generation_config={} override_generation_config={} max_logprobs={}",
+      "generation_config={} override_generation_config={} max_logprobs={} task={} "
+      "pooler_config={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
@@ -149,7 +183,8 @@ std::string EngineConfig::ToString() const {
       quantization.empty() ? "auto" : quantization, tensor_parallel_size, cpu_threads_bind,
       pipeline_parallel_size, data_parallel_size, device,
       seed.has_value() ? std::to_string(*seed) : "random", TokenizerPath(), generation_config,
-      override_generation_config.empty() ? "none" : override_generation_config, max_logprobs);
+      override_generation_config.empty() ? "none" : override_generation_config, max_logprobs,
+      embeds() ? "embed" : "generate", pooler_config.empty() ? "default" : pooler_config);
 }
 
 }  // namespace xinfer

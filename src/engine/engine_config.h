@@ -12,6 +12,10 @@
 
 namespace xinfer {
 
+// --override-pooler-config's JSON: whether embeddings are normalized (true for ""); other
+// pooling than LAST, or unknown keys, refused.
+StatusOr<bool> ParsePoolerConfig(const std::string& text);
+
 struct EngineConfig {
   std::string model;  // Hugging Face model folder
 
@@ -103,6 +107,15 @@ struct EngineConfig {
   // ask for; -1: the vocabulary size.
   int max_logprobs = 20;
 
+  // vLLM's --task (and --runner pooling / --convert embed): "generate" (text), or "embed": a
+  // pooling model, each request's last-position hidden state after the final norm is its
+  // embedding (Qwen3-Embedding, gte-Qwen2: last-token pooling), served on /v1/embeddings.
+  // "auto": generate.
+  std::string task = "auto";
+  // vLLM's --override-pooler-config: JSON {"pooling_type": "LAST", "normalize": true|false};
+  // empty: LAST, normalized (vLLM's default for causal LMs run as embedding models).
+  std::string pooler_config;
+
   // vLLM's --load-format: "auto", "safetensors" (a Hugging Face folder) or "gguf" (a .gguf file);
   // it must match the model.
   std::string load_format = "auto";
@@ -115,6 +128,9 @@ struct EngineConfig {
   std::string tokenizer_mode = "auto";
 
   bool bf16_activations() const { return dtype == "bfloat16"; }
+  bool embeds() const { return task == "embed"; }
+  // pooler_config's "normalize" (true when absent); valid after Validate().
+  bool PoolerNormalizes() const;
   // Where the tokenizer (and the chat template) come from.
   const std::string& TokenizerPath() const { return tokenizer.empty() ? model : tokenizer; }
   // max_logprobs for a model of `vocab_size` tokens (-1 resolved).

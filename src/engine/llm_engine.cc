@@ -239,7 +239,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_ASSIGN_OR_RETURN(sc.policy, ParseSchedulingPolicy(c.scheduling_policy));
   XI_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(sc));
   engine->runner_ = std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks,
-                                                  c.block_size, c.KvCacheDType());
+                                                  c.block_size, c.KvCacheDType(), c.embeds());
 
   std::set<int32_t> eos(mc.eos_token_ids.begin(), mc.eos_token_ids.end());
   eos.insert(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
@@ -368,6 +368,7 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     return run;
   }
   const size_t num_scheduled = sched.scheduled.size();
+  if (config_.embeds()) return Pool(sched, std::move(outputs));
   std::vector<SequenceResult> results(num_scheduled);
   const int64_t vocab = model_->config().vocab_size;
   // Every sampled sequence's next token, on the backend's host threads: each sequence has its own
@@ -451,12 +452,61 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
       }
       out.cached_tokens = std::max(f.num_cached_tokens, 0);
     }
-    ++finished_;
-    const std::string parent = it->second->request_id;
-    choices_.erase(it);
-    auto& siblings = requests_[parent];
-    siblings.erase(std::remove(siblings.begin(), siblings.end(), f.request_id), siblings.end());
-    if (siblings.empty()) requests_.erase(parent);
+    ForgetFinished(f.request_id);
+  }
+  return outputs;
+}
+
+void LLMEngine::ForgetFinished(const std::string& choice_id) {
+  auto it = choices_.find(choice_id);
+  ++finished_;
+  const std::string parent = it->second->request_id;
+  choices_.erase(it);
+  auto& siblings = requests_[parent];
+  siblings.erase(std::remove(siblings.begin(), siblings.end(), choice_id), siblings.end());
+  if (siblings.empty()) requests_.erase(parent);
+}
+
+std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
+                                           std::vector<RequestOutput> outputs) {
+  // A pooling model's request ends with its prompt: the last position's hidden state (after the
+  // final norm) is its embedding; the scheduler sees a stop in place of a sampled token.
+  const size_t num_scheduled = sched.scheduled.size();
+  std::vector<SequenceResult> results(num_scheduled);
+  const int64_t hidden = model_->config().hidden_size;
+  const bool normalize = config_.PoolerNormalizes();
+  std::unordered_map<std::string, size_t> out_index;
+  for (size_t i = 0; i < num_scheduled; ++i) {
+    const int row = runner_->sampling_index()[i];
+    auto it = choices_.find(sched.scheduled[i].request_id);
+    if (row < 0 || it == choices_.end()) continue;
+    Choice& c = *it->second;
+    const float* h = runner_->logits().data<float>() + row * hidden;
+    RequestOutput out;
+    out.request_id = c.request_id;
+    out.index = c.index;
+    out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
+    out.embedding.assign(h, h + hidden);
+    if (normalize) {
+      double sum = 0;
+      for (float x : out.embedding) sum += static_cast<double>(x) * x;
+      // As torch.nn.functional.normalize: a zero vector stays zero.
+      const double scale = 1.0 / std::max(std::sqrt(sum), 1e-12);
+      for (float& x : out.embedding) x = static_cast<float>(x * scale);
+    }
+    out.finished = true;
+    out.finish_reason = "stop";
+    results[i].sampled_token = eos_token_ids_.empty() ? 0 : eos_token_ids_[0];
+    results[i].stop = true;
+    out_index[sched.scheduled[i].request_id] = outputs.size();
+    outputs.push_back(std::move(out));
+  }
+  for (const FinishedRequest& f : scheduler_->Update(sched, results)) {
+    auto it = choices_.find(f.request_id);
+    if (it == choices_.end()) continue;
+    auto oi = out_index.find(f.request_id);
+    if (oi != out_index.end()) outputs[oi->second].cached_tokens = std::max(f.num_cached_tokens, 0);
+    ForgetFinished(f.request_id);
   }
   return outputs;
 }

@@ -49,6 +49,8 @@ struct RequestOutput {
   // params.prompt_logprobs >= 0, in a choice's first output: prompt tokens 1, 2, ... (the first
   // has no logprob: nothing precedes it).
   std::vector<TokenLogprobs> prompt_logprobs;
+  // A pooling model's (EngineConfig::embeds): the request's embedding, in its one output.
+  std::vector<float> embedding;
   bool finished = false;
   std::string finish_reason;  // when finished: "stop", "length" or "abort"
   std::string stop_reason;    // the matched stop string or stop token id, if any
@@ -114,6 +116,10 @@ class LLMEngine {
   void FinishChoice(Choice& c, RequestOutput& out, const std::string& reason);
   // Prompt logprobs: the step's prompt positions' logits rows, added to their choices.
   void CollectPromptLogprobs(const SchedulerOutput& sched);
+  // A choice the scheduler finished: counted, and dropped with its request once the last goes.
+  void ForgetFinished(const std::string& choice_id);
+  // A pooling model's step after the run: each finished prompt's embedding (Step's tail).
+  std::vector<RequestOutput> Pool(const SchedulerOutput& sched, std::vector<RequestOutput> outputs);
 
   EngineConfig config_;
   int data_parallel_rank_ = 0;

@@ -41,6 +41,9 @@ struct ForwardBatch {
   std::vector<int32_t> block_tables;  // [S * max_blocks_per_seq]; pad unused entries with 0
   int32_t max_blocks_per_seq = 0;
   std::vector<int32_t> logits_rows;  // rows whose logits are wanted, in output order
+  // Pooling models (embeddings): the output holds those rows' hidden states after the final norm
+  // ([logits_rows.size(), hidden_size]) instead of their logits.
+  bool hidden_states = false;
 };
 
 class CausalLM {
@@ -57,8 +60,9 @@ class CausalLM {
   // kv_dtype: F32 or BF16 (IsSupportedKvCacheDType; the caller validates).
   virtual PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size, DType kv_dtype) = 0;
   // Runs the batch, writing K/V into `cache` and the logits of `batch.logits_rows` into `logits`
-  // ([logits_rows.size(), vocab_size] F32). Token ids outside the vocabulary and inconsistent
-  // batches are reported as Status before anything is written.
+  // ([logits_rows.size(), vocab_size] F32; hidden_size wide for batch.hidden_states). Token ids
+  // outside the vocabulary and inconsistent batches are reported as Status before anything is
+  // written.
   virtual Status Forward(const ForwardBatch& batch, PagedKvCache& cache, Tensor& logits) = 0;
 };
 

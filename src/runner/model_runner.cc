@@ -7,10 +7,13 @@
 namespace xinfer {
 
 ModelRunner::ModelRunner(CausalLM& model, Backend& backend, int32_t num_blocks, int32_t block_size,
-                         DType kv_dtype)
+                         DType kv_dtype, bool hidden_states)
     : model_(model),
       backend_(backend),
-      cache_(model.NewKvCache(num_blocks, block_size, kv_dtype)) {}
+      cache_(model.NewKvCache(num_blocks, block_size, kv_dtype)),
+      hidden_states_(hidden_states) {
+  batch_.hidden_states = hidden_states;
+}
 
 Status ModelRunner::Execute(const SchedulerOutput& output) {
   ForwardBatch& b = batch_;
@@ -52,9 +55,9 @@ Status ModelRunner::Execute(const SchedulerOutput& output) {
   }
   if (b.token_ids.empty()) return Status::Ok();
   const int64_t rows = static_cast<int64_t>(b.logits_rows.size());
-  const int64_t vocab = model_.config().vocab_size;
-  if (logits_.empty() || logits_.numel() < rows * vocab)
-    logits_ = backend_.NewTensor(DType::kF32, {std::max<int64_t>(rows, 1), vocab});
+  const int64_t width = hidden_states_ ? model_.config().hidden_size : model_.config().vocab_size;
+  if (logits_.empty() || logits_.numel() < rows * width)
+    logits_ = backend_.NewTensor(DType::kF32, {std::max<int64_t>(rows, 1), width});
   Tensor out = logits_.Slice0(0, rows);
   XI_RETURN_IF_ERROR(model_.Forward(b, cache_, out));
   num_computed_tokens_ += static_cast<int64_t>(b.token_ids.size());

@@ -16,8 +16,10 @@ namespace xinfer {
 class ModelRunner {
  public:
   // kv_dtype: the cache's element type (IsSupportedKvCacheDType; EngineConfig validates it).
+  // `hidden_states`: a pooling model's runner; logits() holds the sampled rows' hidden states
+  // (hidden_size wide) instead of logits.
   ModelRunner(CausalLM& model, Backend& backend, int32_t num_blocks, int32_t block_size,
-              DType kv_dtype);
+              DType kv_dtype, bool hidden_states = false);
 
   // Runs one step. On success `logits()` holds one row per scheduled sequence whose
   // needs_sampling is set, in the order of output.scheduled, and the prompt positions' rows
@@ -39,6 +41,7 @@ class ModelRunner {
   Backend& backend_;
   PagedKvCache cache_;
   ForwardBatch batch_;  // reused across steps to avoid reallocating
+  bool hidden_states_ = false;
   Tensor logits_;
   std::vector<int> sampling_index_;
   std::vector<int> prompt_logits_index_;

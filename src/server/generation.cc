@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include "base/logging.h"
+#include "server/embeddings.h"
 #include "server/errors.h"
 #include "server/responses.h"
 #include "server/responses_api.h"
@@ -46,6 +47,8 @@ net::awaitable<void> HandleGeneration(HttpExchange& ex, AsyncEngine& engine,
   std::unique_ptr<OutputBuilder> output;
   if (req.endpoint == Endpoint::kResponses) {
     output = std::make_unique<ResponsesApiBuilder>(req);
+  } else if (req.endpoint == Endpoint::kEmbeddings) {
+    output = std::make_unique<EmbeddingsBuilder>(req);
   } else {
     output = std::make_unique<ResponseBuilder>(req, engine.tokenizer());
   }

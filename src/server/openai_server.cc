@@ -7,6 +7,7 @@
 #include "base/json_int32.h"
 #include "base/logging.h"
 #include "base/process_stats.h"
+#include "server/embeddings.h"
 #include "server/errors.h"
 #include "server/generation.h"
 #include "server/metrics.h"
@@ -188,8 +189,8 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   const bool known_post = path == "/v1/chat/completions" || path == "/v1/completions" ||
-                          path == "/v1/responses" || path == "/tokenize" || path == "/detokenize" ||
-                          invocations;
+                          path == "/v1/responses" || path == "/v1/embeddings" ||
+                          path == "/tokenize" || path == "/detokenize" || invocations;
   if (!known_post || !post) {
     const bool known_get = path == "/health" || path == "/version" || path == "/metrics" ||
                            path == "/v1/models" || path == "/ping";
@@ -226,6 +227,33 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_return;
   }
   const ProtocolContext ctx = Context();
+  // One kind of model per server, as vLLM: a pooling model answers /v1/embeddings only, a
+  // generative one everything else.
+  const bool embeddings = path == "/v1/embeddings" ||
+                          (invocations && body.contains("input") && engine_->config().embeds());
+  if (embeddings != engine_->config().embeds()) {
+    // (Built before the co_await: GCC 12 destroys a conditional's temporaries inside a co_await
+    // expression twice.)
+    const std::string message =
+        embeddings ? std::string(
+                         "The model does not support the Embeddings API (serve a pooling "
+                         "model with --task embed)")
+                   : fmt::format(
+                         "The model serves embeddings (--task embed): {} is not "
+                         "available; use /v1/embeddings",
+                         path);
+    co_await SendError(ex, MakeError(400, message));
+    co_return;
+  }
+  if (embeddings) {
+    StatusOr<GenerationRequest> parsed = ParseEmbeddingsRequest(body, ctx);
+    if (!parsed.ok()) {
+      co_await RespondError(ex, parsed.status());
+      co_return;
+    }
+    co_await HandleGeneration(ex, *engine_, std::move(*parsed));
+    co_return;
+  }
   if (invocations && !body.contains("messages") && !body.contains("prompt")) {
     co_await SendError(ex, MakeError(400,
                                      "/invocations takes a chat request (with messages) or a "

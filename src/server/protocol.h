@@ -42,7 +42,7 @@ struct ProtocolContext {
   int max_logprobs = 20;  // EngineConfig::MaxLogprobs
 };
 
-enum class Endpoint { kChat, kCompletion, kResponses };
+enum class Endpoint { kChat, kCompletion, kResponses, kEmbeddings };
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
@@ -72,6 +72,8 @@ struct GenerationRequest {
   bool echo = false;  // completions: prepend the prompt text
   // /v1/responses: the request fields its response object repeats (responses_api.cc).
   nlohmann::ordered_json responses_echo;
+  // /v1/embeddings: "float" or "base64".
+  std::string encoding_format = "float";
 };
 
 // The error chat requests get when the model has no chat template.

@@ -655,6 +655,12 @@ describe('tiny-qwen3', { skip: skipUnless(QWEN) }, () => {
       }
     });
 
+  test('a generative model has no /v1/embeddings', async () => {
+    const r = await raw(srv.baseURL, 'POST', '/v1/embeddings', { model: 'test-model', input: 'Hi' });
+    assert.equal(r.status, 400);
+    assert.match(r.json.error.message, /does not support the Embeddings API/);
+  });
+
   test('SageMaker\'s /ping and /invocations, as vLLM serves them', async () => {
     for (const method of ['GET', 'POST']) assert.equal((await raw(srv.baseURL, method, '/ping')).status, 200);
     const chat = { model: 'test-model', messages: [{ role: 'user', content: 'Hi' }],
@@ -938,4 +944,51 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
       assert.notDeepEqual(await sampleAfterStart(8), first);
       assert.notEqual(first[0], first[1]);  // the choices of one request differ
     });
+});
+
+describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
+  test('/v1/embeddings through the official client: base64 and float agree, ids as text', async () => {
+    // vLLM's newer spelling of --task embed.
+    const srv = await startServer(QWEN, ['--runner', 'pooling']);
+    try {
+      const client = srv.client();
+      // The client asks for base64 by default and decodes it.
+      const r = await client.embeddings.create({ model: 'test-model', input: ['Hello world', '你好'] });
+      assert.equal(r.object, 'list');
+      assert.deepEqual(r.data.map((d) => d.index), [0, 1]);
+      for (const d of r.data) {
+        assert.equal(d.embedding.length, 64);  // the hidden size
+        assert.ok(Math.abs(Math.hypot(...d.embedding) - 1) < 1e-5);
+      }
+      assert.notDeepEqual(r.data[0].embedding, r.data[1].embedding);
+      const floats = await client.embeddings.create({ model: 'test-model', input: 'Hello world',
+        encoding_format: 'float' });
+      assert.deepEqual(floats.data[0].embedding, r.data[0].embedding);
+      const ids = (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: 'Hello world' })).json.tokens;
+      const byIds = await client.embeddings.create({ model: 'test-model', input: [ids],
+        encoding_format: 'float' });
+      assert.deepEqual(byIds.data[0].embedding, r.data[0].embedding);
+      assert.equal(floats.usage.prompt_tokens, ids.length);
+      assert.equal(floats.usage.total_tokens, ids.length);
+      // One kind of model per server; bad inputs are 400s naming what is wrong.
+      const chat = await raw(srv.baseURL, 'POST', '/v1/chat/completions',
+        { model: 'test-model', messages: [{ role: 'user', content: 'Hi' }] });
+      assert.equal(chat.status, 400);
+      assert.match(chat.json.error.message, /serves embeddings/);
+      for (const [body, message] of [
+        [{}, /input is required/],
+        [{ input: 5 }, /input must be a string/],
+        [{ input: [[]] }, /input must not be empty/],
+        [{ input: [[-1]] }, /input token ids must be integers/],
+        [{ input: 'x', encoding_format: 'int8' }, /encoding_format must be 'float' or 'base64'/],
+        [{ input: 'x', dimensions: 32 }, /dimensions is not supported/],
+        [{ input: 'x', model: 'other' }, /does not exist/]]) {
+        const res = await raw(srv.baseURL, 'POST', '/v1/embeddings', { model: 'test-model', ...body });
+        assert.ok(res.status === 400 || res.status === 404, JSON.stringify(body));
+        assert.match(res.json.error.message, message);
+      }
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+  });
 });

@@ -103,6 +103,11 @@ class DecoderLM : public CausalLM {
       ops.CopyRows(x.Slice0(batch.logits_rows[i], batch.logits_rows[i] + 1), picked, i);
     Tensor picked_normed = normed.Slice0(0, n_out);
     ops.RmsNorm(picked, w_.final_norm, eps, picked_normed);
+    if (batch.hidden_states) {
+      // Every rank holds the whole hidden state: the first writes it.
+      if (shard_.rank == 0) ops.CopyRows(picked_normed, logits, 0);
+      return Status::Ok();
+    }
     if (shard_.whole()) {
       ops.Linear(picked_normed, w_.lm_head, nullptr, logits);
     } else {  // this rank's vocabulary columns, through rows grown to the most ever sampled
@@ -199,8 +204,9 @@ class DecoderLM : public CausalLM {
       if (blk < 0 || blk >= cache.num_blocks) return Internal("block id {} outside the cache", blk);
     for (int32_t r : b.logits_rows)
       if (r < 0 || r >= static_cast<int32_t>(t)) return Internal("logits row {} out of range", r);
+    const int64_t width = b.hidden_states ? config_.hidden_size : config_.vocab_size;
     if (logits.dtype() != DType::kF32 ||
-        logits.numel() != static_cast<int64_t>(b.logits_rows.size()) * config_.vocab_size)
+        logits.numel() != static_cast<int64_t>(b.logits_rows.size()) * width)
       return Internal("logits tensor has the wrong size");
     return Status::Ok();
   }

@@ -1,0 +1,131 @@
+#include "server/embeddings.h"
+
+#include <cstring>
+#include <ctime>
+
+#include "base/json_int32.h"
+
+namespace xinfer::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// One input: a string (tokenized with the model's special tokens, as vLLM does) or token ids.
+StatusOr<std::vector<int32_t>> InputIds(const json& x, const ProtocolContext& ctx) {
+  if (x.is_string()) return ctx.tokenizer.Encode(x.get<std::string>(), true);
+  std::vector<int32_t> ids;
+  for (const json& t : x) {
+    const std::optional<int32_t> id = JsonInt32(t);
+    if (!id || *id < 0 || *id >= ctx.vocab_size)
+      return InvalidArgument("input token ids must be integers in [0, {})", ctx.vocab_size);
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::string Base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = static_cast<uint8_t>(bytes[i]) << 16 |
+                       static_cast<uint8_t>(bytes[i + 1]) << 8 | static_cast<uint8_t>(bytes[i + 2]);
+    for (int s : {18, 12, 6, 0}) out += kAlphabet[(v >> s) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const ProtocolContext& ctx) {
+  GenerationRequest r;
+  r.endpoint = Endpoint::kEmbeddings;
+  r.id = NewRequestId("embd-");
+  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
+  r.created = static_cast<int64_t>(std::time(nullptr));
+  r.model = body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>()
+                                                                : ctx.config.served_model_name;
+  if (!body.contains("input") || body["input"].is_null())
+    return InvalidArgument("input is required");
+  const json& input = body["input"];
+  std::vector<json> items;
+  if (input.is_array() && !input.empty() && (input[0].is_string() || input[0].is_array())) {
+    for (const json& x : input) {
+      if (!x.is_string() && !x.is_array())
+        return InvalidArgument("input must be a string, a list of strings or token id lists");
+      items.push_back(x);
+    }
+  } else if (input.is_string() || input.is_array()) {
+    items.push_back(input);
+  } else {
+    return InvalidArgument("input must be a string, a list of strings or token id lists");
+  }
+  if (items.size() > 2048) return InvalidArgument("input holds more than 2048 inputs");
+  if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
+    const json& f = body["encoding_format"];
+    if (f != "float" && f != "base64")
+      return InvalidArgument("encoding_format must be 'float' or 'base64'");
+    r.encoding_format = f.get<std::string>();
+  }
+  if (body.contains("dimensions") && !body["dimensions"].is_null())
+    return Unimplemented(
+        "dimensions is not supported (matryoshka truncation); leave it out for the model's full "
+        "hidden size");
+  // The engine pools the prompt: one step's "token" ends the request.
+  r.params = ctx.defaults;
+  r.params.temperature = 0;
+  r.params.max_tokens = 1;
+  for (const json& x : items) {
+    XI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, InputIds(x, ctx));
+    if (ids.empty()) return InvalidArgument("input must not be empty");
+    if (static_cast<int>(ids.size()) > ctx.max_model_len)
+      return InvalidArgument(
+          "This model's maximum context length is {} tokens. However, you requested {} tokens "
+          "in the input for embedding generation. Please reduce the length of the input.",
+          ctx.max_model_len, ids.size());
+    r.prompts.push_back(std::move(ids));
+  }
+  return r;
+}
+
+EmbeddingsBuilder::EmbeddingsBuilder(const GenerationRequest& request)
+    : req_(request), embeddings_(request.prompts.size()) {}
+
+std::string EmbeddingsBuilder::Add(int prompt_index, const RequestOutput& out) {
+  if (!out.embedding.empty()) embeddings_.at(static_cast<size_t>(prompt_index)) = out.embedding;
+  return "";
+}
+
+json EmbeddingsBuilder::Response() {
+  json data = json::array();
+  int tokens = 0;
+  for (size_t i = 0; i < embeddings_.size(); ++i) {
+    const std::vector<float>& e = embeddings_[i];
+    json embedding;
+    if (req_.encoding_format == "base64") {
+      std::string bytes(e.size() * sizeof(float), '\0');  // little-endian hosts (x86, ARM64)
+      std::memcpy(bytes.data(), e.data(), bytes.size());
+      embedding = Base64(bytes);
+    } else {
+      embedding = e;
+    }
+    data.push_back({{"index", i}, {"object", "embedding"}, {"embedding", std::move(embedding)}});
+    tokens += static_cast<int>(req_.prompts[i].size());
+  }
+  return {
+      {"id", req_.id},           {"object", "list"},
+      {"created", req_.created}, {"model", req_.model},
+      {"data", std::move(data)}, {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+}
+
+}  // namespace xinfer::server

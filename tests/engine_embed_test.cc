@@ -86,6 +86,16 @@ TEST_F(EngineEmbedTest, EmbeddingsAreTheNormalizedLastHiddenStateOfTheReference)
   }
 }
 
+void ExpectSame(const std::vector<std::vector<float>>& got,
+                const std::vector<std::vector<float>>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t p = 0; p < want.size(); ++p) {
+    ASSERT_EQ(got[p].size(), want[p].size()) << p;
+    for (size_t k = 0; k < want[p].size(); ++k)
+      EXPECT_NEAR(got[p][k], want[p][k], 1e-5) << p << "," << k;
+  }
+}
+
 TEST_F(EngineEmbedTest, ChunksPrefixCacheBatchingAndRanksChangeNothingNormalizeIsOptional) {
   const std::vector<std::vector<int32_t>> prompts = {
       {9707, 11, 1879, 0}, {9707, 11, 1879, 0, 358, 1079}, std::vector<int32_t>(300, 1879)};
@@ -95,20 +105,12 @@ TEST_F(EngineEmbedTest, ChunksPrefixCacheBatchingAndRanksChangeNothingNormalizeI
   small.max_num_batched_tokens = 64;
   small.max_num_seqs = 1;
   small.enable_prefix_caching = false;
-  const auto apart = Embed(small, prompts);
-  ASSERT_EQ(apart.size(), together.size());
-  for (size_t p = 0; p < prompts.size(); ++p)
-    for (size_t k = 0; k < together[p].size(); ++k)
-      EXPECT_NEAR(apart[p][k], together[p][k], 1e-5) << p << "," << k;
+  ExpectSame(Embed(small, prompts), together);
   // Two tensor-parallel ranks: the first writes the (whole) hidden state.
   EngineConfig tp = config_;
   tp.tensor_parallel_size = 2;
   tp.threads = 2;
-  const auto ranks = Embed(tp, prompts);
-  ASSERT_EQ(ranks.size(), together.size());
-  for (size_t p = 0; p < prompts.size(); ++p)
-    for (size_t k = 0; k < together[p].size(); ++k)
-      EXPECT_NEAR(ranks[p][k], together[p][k], 1e-5) << p << "," << k;
+  ExpectSame(Embed(tp, prompts), together);
   // normalize false: the same direction, the hidden state's own length.
   EngineConfig raw = config_;
   raw.pooler_config = R"({"pooling_type": "LAST", "normalize": false})";

@@ -3,25 +3,10 @@
 #include <cstring>
 #include <ctime>
 
-#include "base/json_int32.h"
-
 namespace xinfer::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// One input: a string (tokenized with the model's special tokens, as vLLM does) or token ids.
-StatusOr<std::vector<int32_t>> InputIds(const json& x, const ProtocolContext& ctx) {
-  if (x.is_string()) return ctx.tokenizer.Encode(x.get<std::string>(), true);
-  std::vector<int32_t> ids;
-  for (const json& t : x) {
-    const std::optional<int32_t> id = JsonInt32(t);
-    if (!id || *id < 0 || *id >= ctx.vocab_size)
-      return InvalidArgument("input token ids must be integers in [0, {})", ctx.vocab_size);
-    ids.push_back(*id);
-  }
-  return ids;
-}
 
 }  // namespace
 
@@ -57,20 +42,6 @@ StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const Proto
                                                                 : ctx.config.served_model_name;
   if (!body.contains("input") || body["input"].is_null())
     return InvalidArgument("input is required");
-  const json& input = body["input"];
-  std::vector<json> items;
-  if (input.is_array() && !input.empty() && (input[0].is_string() || input[0].is_array())) {
-    for (const json& x : input) {
-      if (!x.is_string() && !x.is_array())
-        return InvalidArgument("input must be a string, a list of strings or token id lists");
-      items.push_back(x);
-    }
-  } else if (input.is_string() || input.is_array()) {
-    items.push_back(input);
-  } else {
-    return InvalidArgument("input must be a string, a list of strings or token id lists");
-  }
-  if (items.size() > 2048) return InvalidArgument("input holds more than 2048 inputs");
   if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
     const json& f = body["encoding_format"];
     if (f != "float" && f != "base64")
@@ -85,16 +56,13 @@ StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const Proto
   r.params = ctx.defaults;
   r.params.temperature = 0;
   r.params.max_tokens = 1;
-  for (const json& x : items) {
-    XI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, InputIds(x, ctx));
-    if (ids.empty()) return InvalidArgument("input must not be empty");
+  XI_ASSIGN_OR_RETURN(r.prompts, BatchedPromptIds(body["input"], ctx, "input", 2048));
+  for (const std::vector<int32_t>& ids : r.prompts)
     if (static_cast<int>(ids.size()) > ctx.max_model_len)
       return InvalidArgument(
           "This model's maximum context length is {} tokens. However, you requested {} tokens "
           "in the input for embedding generation. Please reduce the length of the input.",
           ctx.max_model_len, ids.size());
-    r.prompts.push_back(std::move(ids));
-  }
   return r;
 }
 

@@ -249,6 +249,39 @@ std::string NewRequestId(const std::string& prefix) {
   return fmt::format("{}{:016x}{:016x}", prefix, rng(), rng());
 }
 
+StatusOr<std::vector<std::vector<int32_t>>> BatchedPromptIds(const json& value,
+                                                             const ProtocolContext& ctx,
+                                                             const char* field, size_t max_items) {
+  auto ids_of = [&](const json& x) -> StatusOr<std::vector<int32_t>> {
+    if (x.is_string()) return ctx.tokenizer.Encode(x.get<std::string>(), true);
+    if (!x.is_array())
+      return InvalidArgument("{} must be a string, a list of strings or token id lists", field);
+    std::vector<int32_t> ids;
+    for (const json& t : x) {
+      const std::optional<int32_t> id = JsonInt32(t);
+      if (!id || *id < 0 || *id >= ctx.vocab_size)
+        return InvalidArgument("{} token ids must be integers in [0, {})", field, ctx.vocab_size);
+      ids.push_back(*id);
+    }
+    return ids;
+  };
+  std::vector<const json*> items;
+  if (value.is_array() && !value.empty() && (value[0].is_string() || value[0].is_array())) {
+    for (const json& x : value) items.push_back(&x);
+  } else {
+    items.push_back(&value);
+  }
+  if (items.size() > max_items)
+    return InvalidArgument("{} holds more than {} entries", field, max_items);
+  std::vector<std::vector<int32_t>> out;
+  for (const json* x : items) {
+    XI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ids_of(*x));
+    if (ids.empty()) return InvalidArgument("{} must not be empty", field);
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
 Status NoChatTemplate() {
   return InvalidArgument("messages: the model has no chat template; pass --chat-template");
 }
@@ -339,35 +372,14 @@ StatusOr<GenerationRequest> ParseCompletionRequest(const json& body, const Proto
   if (body.contains("logprobs") && !body["logprobs"].is_null() &&
       !body["logprobs"].is_number_integer())
     return InvalidArgument("logprobs must be an integer");
-  // prompt: a string, a list of strings, a list of token ids or a list of such lists.
-  const json& p = body["prompt"];
-  auto ids_of = [&](const json& x) -> StatusOr<std::vector<int32_t>> {
-    if (x.is_string()) return ctx.tokenizer.Encode(x.get<std::string>(), true);
-    if (!x.is_array()) return InvalidArgument("prompt must be a string or a list");
-    std::vector<int32_t> ids;
-    for (const json& t : x) {
-      const std::optional<int32_t> id = JsonInt32(t);
-      if (!id || *id < 0 || *id >= ctx.vocab_size)
-        return InvalidArgument("prompt token ids must be integers in [0, {})", ctx.vocab_size);
-      ids.push_back(*id);
-    }
-    return ids;
-  };
-  std::vector<json> items;
-  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
-    for (const json& x : p) items.push_back(x);
-  } else {
-    items.push_back(p);
-  }
-  if (items.size() > 1024) return InvalidArgument("prompt holds more than 1024 prompts");
+  XI_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> prompts,
+                      BatchedPromptIds(body["prompt"], ctx, "prompt", 1024));
   // OpenAI's completions default is 16 tokens (unlike chat, which fills the context).
   SamplingParams defaults = ctx.defaults;
   defaults.max_tokens = 16;
   json b = body;
   if (!b.contains("max_tokens") || b["max_tokens"].is_null()) b["max_tokens"] = 16;
-  for (const json& x : items) {
-    XI_ASSIGN_OR_RETURN(auto ids, ids_of(x));
-    if (ids.empty()) return InvalidArgument("prompt must not be empty");
+  for (std::vector<int32_t>& ids : prompts) {
     XI_RETURN_IF_ERROR(ParseParams(b, ctx, ids, defaults, r));
     r.prompts.push_back(std::move(ids));
   }

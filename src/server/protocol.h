@@ -79,6 +79,13 @@ struct GenerationRequest {
 // The error chat requests get when the model has no chat template.
 Status NoChatTemplate();
 
+// A completions `prompt` or embeddings `input`: a string, a list of strings, a list of token ids
+// or a list of such lists, as token ids per entry (strings tokenized with special tokens); errors
+// name `field`.
+StatusOr<std::vector<std::vector<int32_t>>> BatchedPromptIds(const nlohmann::ordered_json& value,
+                                                             const ProtocolContext& ctx,
+                                                             const char* field, size_t max_items);
+
 StatusOr<GenerationRequest> ParseChatRequest(const nlohmann::ordered_json& body,
                                              const ProtocolContext& ctx);
 StatusOr<GenerationRequest> ParseCompletionRequest(const nlohmann::ordered_json& body,

@@ -14,8 +14,8 @@ TEST(RequestLogTest, StatsLineGivesThroughputsOverTheIntervalAndTheStateNow) {
   before.generation_tokens = 40;
   before.computed_tokens = 140;
   EngineStats now = before;
-  now.prompt_tokens = 350;        // 250 in 10 s
-  now.generation_tokens = 441;    // 401 in 10 s
+  now.prompt_tokens = 350;      // 250 in 10 s
+  now.generation_tokens = 441;  // 401 in 10 s
   now.computed_tokens = 791;
   now.num_running = 3;
   now.num_waiting = 1;

@@ -78,7 +78,7 @@ class ResponsesApiBuilder : public OutputBuilder {
   Item reasoning_;
   Item message_;
   std::vector<FunctionCall> calls_;
-  bool closed_ = false;  // CloseAll ran
+  bool closed_ = false;   // CloseAll ran
   bool started_ = false;  // response.created sent
   int next_output_index_ = 0;
   int sequence_number_ = 0;

@@ -156,9 +156,9 @@ TEST(ResponsesApiBuilderTest, ParallelToolCallsFalseKeepsTheFirstCall) {
   GenerationRequest req = Request(false);
   req.parse_tool_calls = true;
   req.parallel_tool_calls = false;
-  const Json expected = Json::array(
-      {{"message", "<think>\nTwo tools.\n</think>\n\nLet me check.\n"},
-       {"function_call", "get_weather", {{"city", "Oslo"}}}});
+  const Json expected =
+      Json::array({{"message", "<think>\nTwo tools.\n</think>\n\nLet me check.\n"},
+                   {"function_call", "get_weather", {{"city", "Oslo"}}}});
   for (size_t i = 0; i <= kBoth.size(); i += 7) {
     const auto [whole, streamed] = WholeAndStreamed(req, kBoth, i, (i + kBoth.size()) / 2);
     ASSERT_EQ(whole, expected) << i;

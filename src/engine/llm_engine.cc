@@ -169,6 +169,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   EngineConfig& c = engine->config_;
   c = config;
   engine->data_parallel_rank_ = data_parallel_rank;
+  engine->pooler_normalizes_ = c.PoolerNormalizes();
   const int tp = c.tensor_parallel_size;
   const int dp = c.data_parallel_size;
   XI_ASSIGN_OR_RETURN(const ReplicaPlacement place, PlaceReplica(c, data_parallel_rank));
@@ -452,18 +453,17 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
       }
       out.cached_tokens = std::max(f.num_cached_tokens, 0);
     }
-    ForgetFinished(f.request_id);
+    ForgetFinished(it);
   }
   return outputs;
 }
 
-void LLMEngine::ForgetFinished(const std::string& choice_id) {
-  auto it = choices_.find(choice_id);
+void LLMEngine::ForgetFinished(ChoiceMap::iterator choice) {
   ++finished_;
-  const std::string parent = it->second->request_id;
-  choices_.erase(it);
+  const std::string id = choice->first, parent = choice->second->request_id;
+  choices_.erase(choice);
   auto& siblings = requests_[parent];
-  siblings.erase(std::remove(siblings.begin(), siblings.end(), choice_id), siblings.end());
+  siblings.erase(std::remove(siblings.begin(), siblings.end(), id), siblings.end());
   if (siblings.empty()) requests_.erase(parent);
 }
 
@@ -474,7 +474,6 @@ std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
   const size_t num_scheduled = sched.scheduled.size();
   std::vector<SequenceResult> results(num_scheduled);
   const int64_t hidden = model_->config().hidden_size;
-  const bool normalize = config_.PoolerNormalizes();
   std::unordered_map<std::string, size_t> out_index;
   for (size_t i = 0; i < num_scheduled; ++i) {
     const int row = runner_->sampling_index()[i];
@@ -487,7 +486,7 @@ std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
     out.index = c.index;
     out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
     out.embedding.assign(h, h + hidden);
-    if (normalize) {
+    if (pooler_normalizes_) {
       double sum = 0;
       for (float x : out.embedding) sum += static_cast<double>(x) * x;
       // As torch.nn.functional.normalize: a zero vector stays zero.
@@ -506,7 +505,7 @@ std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
     if (it == choices_.end()) continue;
     auto oi = out_index.find(f.request_id);
     if (oi != out_index.end()) outputs[oi->second].cached_tokens = std::max(f.num_cached_tokens, 0);
-    ForgetFinished(f.request_id);
+    ForgetFinished(it);
   }
   return outputs;
 }

@@ -117,7 +117,8 @@ class LLMEngine {
   // Prompt logprobs: the step's prompt positions' logits rows, added to their choices.
   void CollectPromptLogprobs(const SchedulerOutput& sched);
   // A choice the scheduler finished: counted, and dropped with its request once the last goes.
-  void ForgetFinished(const std::string& choice_id);
+  using ChoiceMap = std::unordered_map<std::string, std::unique_ptr<Choice>>;
+  void ForgetFinished(ChoiceMap::iterator choice);
   // A pooling model's step after the run: each finished prompt's embedding (Step's tail).
   std::vector<RequestOutput> Pool(const SchedulerOutput& sched, std::vector<RequestOutput> outputs);
 
@@ -139,7 +140,8 @@ class LLMEngine {
   // Each token's bytes, for guided decoding: built on the first request that asks for it.
   std::shared_ptr<const TokenVocabulary> token_vocabulary_;
   // Scheduler request id ("<id>" or "<id>/<index>") → choice state.
-  std::unordered_map<std::string, std::unique_ptr<Choice>> choices_;
+  ChoiceMap choices_;
+  bool pooler_normalizes_ = true;  // EngineConfig::PoolerNormalizes, read once
   // User id → its scheduler ids.
   std::unordered_map<std::string, std::vector<std::string>> requests_;
   std::vector<RequestOutput> pending_;  // aborted outputs to report at the next Step()

@@ -260,6 +260,7 @@ ResponsesApiBuilder::ResponsesApiBuilder(const GenerationRequest& request)
 }
 
 std::string ResponsesApiBuilder::Emit(json event) {
+  if (!req_.stream) return "";  // the items open and close all the same; nothing is written
   json e = {{"type", event["type"]}, {"sequence_number", sequence_number_++}};
   for (auto& [key, value] : event.items())
     if (key != "type") e[key] = std::move(value);
@@ -375,8 +376,9 @@ std::string ResponsesApiBuilder::CloseReasoning() {
 std::string ResponsesApiBuilder::AddContent(const std::string& content) {
   std::string s = CloseReasoning();
   s += OpenItem(message_, MessageItem("in_progress"));
-  s += Emit(PartEvent("response.output_text.delta", message_,
-                      {{"delta", content}, {"logprobs", json::array()}}));
+  if (req_.stream)
+    s += Emit(PartEvent("response.output_text.delta", message_,
+                        {{"delta", content}, {"logprobs", json::array()}}));
   message_.text += content;
   return s;
 }
@@ -401,6 +403,7 @@ std::string ResponsesApiBuilder::AddToolCallDelta(const json& delta) {
   FunctionCall& call = calls_.at(index);
   const std::string& piece = function["arguments"].get_ref<const std::string&>();
   call.item.text += piece;
+  if (!req_.stream) return "";
   return Emit({{"type", "response.function_call_arguments.delta"},
                {"item_id", call.item.id},
                {"output_index", call.item.output_index},
@@ -447,14 +450,14 @@ std::string ResponsesApiBuilder::Add(int /*prompt_index*/, const RequestOutput& 
   }
   if (!reasoning.empty()) {
     s += OpenItem(reasoning_, ReasoningItem("in_progress"));
-    s += Emit(PartEvent("response.reasoning_text.delta", reasoning_, {{"delta", reasoning}}));
+    if (req_.stream)
+      s += Emit(PartEvent("response.reasoning_text.delta", reasoning_, {{"delta", reasoning}}));
     reasoning_.text += reasoning;
   }
   ChoiceToolCalls::Delta d = tool_calls_.Append(std::move(content), out.finished);
   if (!d.content.empty()) s += AddContent(d.content);
   for (const json& delta : d.tool_call_deltas) s += AddToolCallDelta(delta);
-  // Not streaming, the events only number the items (what the exchange writes is Response()).
-  return req_.stream ? s : "";
+  return s;
 }
 
 std::string ResponsesApiBuilder::StreamStart() {

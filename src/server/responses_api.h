@@ -30,7 +30,7 @@ class ResponsesApiBuilder : public OutputBuilder {
   explicit ResponsesApiBuilder(const GenerationRequest& request);
 
   // Streaming: "event: <type>\ndata: {...}\n\n" events. Not streaming, the items open and
-  // close the same way (so they are numbered alike) and their events are dropped.
+  // close the same way (so they are numbered alike) and no event is built.
   std::string Add(int prompt_index, const RequestOutput& out) override;
   // response.created, response.in_progress (once; Add sends them first when they are not out).
   std::string StreamStart() override;

@@ -714,6 +714,19 @@ TEST(CliTest, VllmTaskAndPoolerFlags) {
       << classify.err;
   RunResult runner = RunXinfer(gen + " --runner draft");
   EXPECT_NE(runner.exit_code, 0);
+  // --hf-overrides reach the config the engine reads (here its context length); a GGUF file has
+  // no config.json to override.
+  RunResult shorter = RunXinfer("generate --model " + Model("tinystories-656k") +
+                                " --prompt-ids 1,400 --max-tokens 16 --hf-overrides "
+                                "'{\"max_position_embeddings\": 8}'");
+  EXPECT_NE(shorter.err.find("exceeds the maximum context length of 8 tokens"), std::string::npos)
+      << shorter.err;
+  XI_REQUIRE_SHARED("models/tiny-qwen3-bf16.gguf");
+  RunResult gguf = RunXinfer("generate --model " + Model("tiny-qwen3-bf16.gguf") +
+                             " --prompt-ids 1,400 --max-tokens 2 --hf-overrides '{\"a\": 1}'");
+  EXPECT_NE(gguf.err.find("hf_overrides apply to a Hugging Face folder's config.json"),
+            std::string::npos)
+      << gguf.err;
   RunResult mean = RunXinfer(gen + " --override-pooler-config '{\"pooling_type\": \"MEAN\"}'");
   EXPECT_NE(mean.err.find("pooling_type \"MEAN\" is not available"), std::string::npos) << mean.err;
 }

@@ -79,6 +79,9 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "vocabulary)");
   cmd->add_option("--load-format", c->load_format,
                   "auto (default), safetensors or gguf: must match the model");
+  cmd->add_option("--hf-overrides", c->hf_overrides,
+                  "JSON object merged onto the model's config.json, e.g. "
+                  "'{\"is_matryoshka\": true}'");
   cmd->add_option("--task", c->task,
                   "auto (default: generate), generate, or embed: serve embeddings on "
                   "/v1/embeddings (last-token pooling, as Qwen3-Embedding)");

@@ -174,7 +174,7 @@ std::string EngineConfig::ToString() const {
       "kv_cache_dtype={} ({}) quantization={} tensor_parallel_size={} cpu_threads_bind={} "
       "pipeline_parallel_size={} data_parallel_size={} device={} seed={} tokenizer={} "
       "generation_config={} override_generation_config={} max_logprobs={} task={} "
-      "pooler_config={}",
+      "pooler_config={} hf_overrides={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
@@ -184,7 +184,8 @@ std::string EngineConfig::ToString() const {
       pipeline_parallel_size, data_parallel_size, device,
       seed.has_value() ? std::to_string(*seed) : "random", TokenizerPath(), generation_config,
       override_generation_config.empty() ? "none" : override_generation_config, max_logprobs,
-      embeds() ? "embed" : "generate", pooler_config.empty() ? "default" : pooler_config);
+      embeds() ? "embed" : "generate", pooler_config.empty() ? "default" : pooler_config,
+      hf_overrides.empty() ? "none" : hf_overrides);
 }
 
 }  // namespace xinfer

@@ -116,6 +116,10 @@ struct EngineConfig {
   // empty: LAST, normalized (vLLM's default for causal LMs run as embedding models).
   std::string pooler_config;
 
+  // vLLM's --hf-overrides: a JSON object merged onto the model's config.json (e.g.
+  // {"max_position_embeddings": 65536}, {"is_matryoshka": true}); empty: none.
+  std::string hf_overrides;
+
   // vLLM's --load-format: "auto", "safetensors" (a Hugging Face folder) or "gguf" (a .gguf file);
   // it must match the model.
   std::string load_format = "auto";

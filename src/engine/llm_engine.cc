@@ -197,7 +197,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_ASSIGN_OR_RETURN(engine->tokenizer_, IsGgufModelPath(tokenizer_path)
                                               ? LoadGgufTokenizer(tokenizer_path)
                                               : Tokenizer::FromDir(tokenizer_path));
-  const ModelLoadOptions load_options{.bf16_weights = c.bf16_activations()};
+  const ModelLoadOptions load_options{.bf16_weights = c.bf16_activations(),
+                                      .hf_overrides = c.hf_overrides};
   if (tp == 1) {
     XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_, load_options));
   } else {

@@ -97,6 +97,23 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
       for (const auto& x : e)
         if (x.is_number_integer()) c.eos_token_ids.push_back(x.get<int>());
   }
+  if (j.contains("is_matryoshka")) {
+    if (!j["is_matryoshka"].is_boolean())
+      return InvalidArgument("config.json: 'is_matryoshka' must be a boolean");
+    c.is_matryoshka = j["is_matryoshka"].get<bool>();
+  }
+  if (j.contains("matryoshka_dimensions") && !j["matryoshka_dimensions"].is_null()) {
+    const json& d = j["matryoshka_dimensions"];
+    if (!d.is_array())
+      return InvalidArgument("config.json: 'matryoshka_dimensions' must be a list");
+    for (const json& x : d) {
+      if (!x.is_number_integer() || x.get<int>() < 1 || x.get<int>() > c.hidden_size)
+        return InvalidArgument("config.json: matryoshka_dimensions must be integers in [1, {}]",
+                               c.hidden_size);
+      c.matryoshka_dimensions.push_back(x.get<int>());
+    }
+    c.is_matryoshka = true;
+  }
   if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
     const json& q = j["quantization_config"];
     XI_RETURN_IF_ERROR(
@@ -111,8 +128,18 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
   return c;
 }
 
-StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir) {
+StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir, const std::string& overrides) {
   XI_ASSIGN_OR_RETURN(std::string text, ReadFileToString(model_dir + "/config.json"));
+  if (!overrides.empty()) {
+    const json patch = json::parse(overrides, nullptr, /*allow_exceptions=*/false);
+    if (patch.is_discarded() || !patch.is_object())
+      return InvalidArgument("hf_overrides must be a JSON object, got '{}'", overrides);
+    json merged = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (merged.is_discarded() || !merged.is_object())
+      return InvalidArgument("{}/config.json is not a JSON object", model_dir);
+    merged.merge_patch(patch);
+    text = merged.dump();
+  }
   auto c = ParseHfConfig(text);
   if (!c.ok()) return c.status().WithContext(model_dir + "/config.json");
   return c;

@@ -37,13 +37,19 @@ struct ModelConfig {
   std::optional<int> bos_token_id;
   std::vector<int> eos_token_ids;
   QuantizationConfig quantization;
+  // Matryoshka-trained embeddings (sentence-transformers' / vLLM's is_matryoshka, or the listed
+  // matryoshka_dimensions): a request may ask for the first `dimensions` of an embedding.
+  bool is_matryoshka = false;
+  std::vector<int> matryoshka_dimensions;  // empty: any in [1, hidden_size]
 };
 
 // Parses config.json text. Missing required fields, non-positive sizes, heads that do not divide
 // or unsupported features (hidden_act other than silu, rope_scaling) are InvalidArgument /
 // Unimplemented with the field named.
 StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text);
-StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir);
+// `overrides`: vLLM's --hf-overrides, a JSON object merged onto config.json first (RFC 7396: its
+// objects merge key by key, null removes a key); empty: none.
+StatusOr<ModelConfig> LoadHfConfig(const std::string& model_dir, const std::string& overrides = "");
 
 // Sampling defaults and extra EOS ids from `generation_config.json` (absent file: all empty):
 // the fields vLLM takes from it (get_diff_sampling_param).

@@ -283,5 +283,39 @@ TEST(HfConfigTest, Errors) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// vLLM's --hf-overrides: merged onto config.json before it is read (objects key by key, null
+// removing a key), so they reach every field; matryoshka declarations among them.
+TEST_F(SafetensorsTest, HfOverridesMergeOntoConfigJson) {
+  std::string with_scaling = kQwen3Config;
+  with_scaling.insert(with_scaling.size() - 1,
+                      R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}, "x": {"a": 1})");
+  std::ofstream(dir_ / "config.json") << with_scaling;
+  const std::string dir = dir_.string();
+  EXPECT_EQ(LoadHfConfig(dir).status().code(), StatusCode::kUnimplemented);  // rope_scaling
+  auto c = LoadHfConfig(dir, R"({"rope_scaling": null, "max_position_embeddings": 65536,
+      "x": {"b": 2}, "is_matryoshka": true})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->max_position_embeddings, 65536);
+  EXPECT_TRUE(c->is_matryoshka);
+  EXPECT_TRUE(c->matryoshka_dimensions.empty());
+  EXPECT_EQ(c->hidden_size, 64);  // untouched fields as they were
+  auto dims = LoadHfConfig(dir, R"({"rope_scaling": null, "matryoshka_dimensions": [16, 32]})");
+  ASSERT_TRUE(dims.ok()) << dims.status().ToString();
+  EXPECT_TRUE(dims->is_matryoshka);
+  EXPECT_EQ(dims->matryoshka_dimensions, (std::vector<int>{16, 32}));
+  for (const auto& [overrides, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"[1]", "hf_overrides must be a JSON object"},
+           {"{", "hf_overrides must be a JSON object"},
+           {R"({"rope_scaling": null, "matryoshka_dimensions": [128]})",
+            "matryoshka_dimensions must be integers in [1, 64]"},
+           {R"({"rope_scaling": null, "is_matryoshka": "yes"})",
+            "'is_matryoshka' must be a boolean"},
+           {R"({"rope_scaling": null, "hidden_size": 0})", "hidden_size"}}) {
+    auto bad = LoadHfConfig(dir, overrides);
+    ASSERT_FALSE(bad.ok()) << overrides;
+    EXPECT_NE(bad.status().message().find(needle), std::string::npos) << bad.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace xinfer

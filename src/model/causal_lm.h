@@ -75,6 +75,8 @@ struct ModelLoadOptions {
   // kernels (vdpbf16ps) instead of F32 FMAs; F32 ones take half the memory. Norms and biases
   // (read as F32 by every op) and quantized weights' codes and scales are kept as stored.
   bool bf16_weights = false;
+  // vLLM's --hf-overrides: JSON merged onto config.json (LoadHfConfig); "" for none.
+  std::string hf_overrides{};
 };
 
 // Reads config.json and the safetensors weights of a Hugging Face folder (or a GGUF file) and

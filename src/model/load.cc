@@ -29,12 +29,17 @@ std::vector<std::string> SupportedArchitectures() {
   return names;
 }
 
-StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir) {
+StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir,
+                                             const std::string& hf_overrides) {
   // A llama.cpp GGUF file instead of a Hugging Face folder.
   if (model_dir.size() > 5 && model_dir.ends_with(".gguf") &&
-      !std::filesystem::is_directory(model_dir))
+      !std::filesystem::is_directory(model_dir)) {
+    if (!hf_overrides.empty())
+      return InvalidArgument("hf_overrides apply to a Hugging Face folder's config.json, not to {}",
+                             model_dir);
     return LoadGgufDecoderParts(model_dir);
-  XI_ASSIGN_OR_RETURN(ModelConfig config, LoadHfConfig(model_dir));
+  }
+  XI_ASSIGN_OR_RETURN(ModelConfig config, LoadHfConfig(model_dir, hf_overrides));
   auto it = Registry().find(config.architecture);
   if (it == Registry().end()) {
     std::string supported;
@@ -55,7 +60,7 @@ StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir) {
 
 StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend,
                                                  const ModelLoadOptions& options) {
-  XI_ASSIGN_OR_RETURN(DecoderModelParts parts, LoadDecoderParts(model_dir));
+  XI_ASSIGN_OR_RETURN(DecoderModelParts parts, LoadDecoderParts(model_dir, options.hf_overrides));
   return CreateDecoderLM(std::move(parts.config), parts.spec, std::move(parts.weights), backend,
                          options);
 }

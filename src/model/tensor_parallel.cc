@@ -152,7 +152,7 @@ StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir,
   XI_CHECK_MSG(!ranks.empty() && static_cast<int>(ranks.size()) == comm.size(),
                "one backend per rank of the communicator");
   if (ranks.size() == 1) return LoadCausalLM(model_dir, *ranks[0], options);
-  XI_ASSIGN_OR_RETURN(DecoderModelParts parts, LoadDecoderParts(model_dir));
+  XI_ASSIGN_OR_RETURN(DecoderModelParts parts, LoadDecoderParts(model_dir, options.hf_overrides));
   const int size = static_cast<int>(ranks.size());
   std::vector<DecoderShard> shards;
   for (int r = 0; r < size; ++r) {

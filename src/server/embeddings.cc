@@ -1,7 +1,13 @@
 #include "server/embeddings.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ctime>
+
+#include "base/json_int32.h"
 
 namespace xinfer::server {
 namespace {
@@ -48,10 +54,25 @@ StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const Proto
       return InvalidArgument("encoding_format must be 'float' or 'base64'");
     r.encoding_format = f.get<std::string>();
   }
-  if (body.contains("dimensions") && !body["dimensions"].is_null())
-    return Unimplemented(
-        "dimensions is not supported (matryoshka truncation); leave it out for the model's full "
-        "hidden size");
+  if (body.contains("dimensions") && !body["dimensions"].is_null()) {
+    // As vLLM: only a matryoshka-trained model's embeddings keep their meaning when cut.
+    const ModelConfig* m = ctx.model_config;
+    if (m == nullptr || !m->is_matryoshka)
+      return InvalidArgument(
+          "dimensions: the model does not support matryoshka representation, changing output "
+          "dimensions will lead to poor results (--hf-overrides '{{\"is_matryoshka\": true}}' "
+          "declares it)");
+    const std::optional<int32_t> d = JsonInt32(body["dimensions"]);
+    if (!d || *d < 1 || *d > m->hidden_size)
+      return InvalidArgument("dimensions must be an integer in [1, {}]", m->hidden_size);
+    if (!m->matryoshka_dimensions.empty() &&
+        std::find(m->matryoshka_dimensions.begin(), m->matryoshka_dimensions.end(), *d) ==
+            m->matryoshka_dimensions.end())
+      return InvalidArgument("dimensions {} is not one of the model's matryoshka_dimensions {}", *d,
+                             fmt::format("{}", fmt::join(m->matryoshka_dimensions, ", ")));
+    r.embedding_dimensions = *d;
+    r.normalize_embeddings = ctx.normalize_embeddings;
+  }
   // The engine pools the prompt: one step's "token" ends the request.
   r.params = ctx.defaults;
   r.params.temperature = 0;
@@ -70,7 +91,20 @@ EmbeddingsBuilder::EmbeddingsBuilder(const GenerationRequest& request)
     : req_(request), embeddings_(request.prompts.size()) {}
 
 std::string EmbeddingsBuilder::Add(int prompt_index, const RequestOutput& out) {
-  if (!out.embedding.empty()) embeddings_.at(static_cast<size_t>(prompt_index)) = out.embedding;
+  if (out.embedding.empty()) return "";
+  std::vector<float>& e = embeddings_.at(static_cast<size_t>(prompt_index));
+  e = out.embedding;
+  if (req_.embedding_dimensions > 0 && static_cast<size_t>(req_.embedding_dimensions) < e.size()) {
+    // The first `dimensions`, normalized again where the pooler normalizes (as vLLM cuts
+    // before normalizing; the cut of a normalized vector, normalized, is the same).
+    e.resize(static_cast<size_t>(req_.embedding_dimensions));
+    if (req_.normalize_embeddings) {
+      double sum = 0;
+      for (float x : e) sum += static_cast<double>(x) * x;
+      const double scale = 1.0 / std::max(std::sqrt(sum), 1e-12);
+      for (float& x : e) x = static_cast<float>(x * scale);
+    }
+  }
   return "";
 }
 

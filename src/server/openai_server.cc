@@ -71,7 +71,9 @@ ProtocolContext OpenAIServer::Context() const {
                          engine_->default_sampling_params(),
                          engine_->config().max_model_len,
                          engine_->model_config().vocab_size,
-                         engine_->config().MaxLogprobs(engine_->model_config().vocab_size)};
+                         engine_->config().MaxLogprobs(engine_->model_config().vocab_size),
+                         &engine_->model_config(),
+                         engine_->config().PoolerNormalizes()};
 }
 
 net::awaitable<void> OpenAIServer::Json(HttpExchange& ex, const json& body) {

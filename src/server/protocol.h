@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/prompt_builder.h"
+#include "formats/hf_config.h"
 #include "sampling/sampling_params.h"
 #include "server/reasoning_parser.h"
 #include "tokenizer/tokenizer.h"
@@ -40,6 +41,9 @@ struct ProtocolContext {
   int max_model_len = 0;
   int vocab_size = 0;
   int max_logprobs = 20;  // EngineConfig::MaxLogprobs
+  // Embeddings: the model's matryoshka dimensions (ModelConfig) and whether they are normalized.
+  const ModelConfig* model_config = nullptr;
+  bool normalize_embeddings = true;
 };
 
 enum class Endpoint { kChat, kCompletion, kResponses, kEmbeddings };
@@ -74,6 +78,8 @@ struct GenerationRequest {
   nlohmann::ordered_json responses_echo;
   // /v1/embeddings: "float" or "base64".
   std::string encoding_format = "float";
+  int embedding_dimensions = 0;      // > 0: the first ones (matryoshka), renormalized
+  bool normalize_embeddings = true;  // the engine's pooler normalizes
 };
 
 // The error chat requests get when the model has no chat template.

@@ -948,8 +948,9 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
 
 describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
   test('/v1/embeddings through the official client: base64 and float agree, ids as text', async () => {
-    // vLLM's newer spelling of --task embed.
-    const srv = await startServer(QWEN, ['--runner', 'pooling']);
+    // vLLM's newer spelling of --task embed; the tiny model declared matryoshka-trained.
+    const srv = await startServer(QWEN, ['--runner', 'pooling', '--hf-overrides',
+      '{"matryoshka_dimensions": [16, 32]}']);
     try {
       const client = srv.client();
       // The client asks for base64 by default and decodes it.
@@ -970,6 +971,13 @@ describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
       assert.deepEqual(byIds.data[0].embedding, r.data[0].embedding);
       assert.equal(floats.usage.prompt_tokens, ids.length);
       assert.equal(floats.usage.total_tokens, ids.length);
+      // dimensions: the first ones, normalized again.
+      const cut = await client.embeddings.create({ model: 'test-model', input: 'Hello world',
+        encoding_format: 'float', dimensions: 32 });
+      const head = floats.data[0].embedding.slice(0, 32);
+      const n = Math.hypot(...head);
+      assert.equal(cut.data[0].embedding.length, 32);
+      cut.data[0].embedding.forEach((x, i) => assert.ok(Math.abs(x - head[i] / n) < 1e-6));
       // One kind of model per server; bad inputs are 400s naming what is wrong.
       const chat = await raw(srv.baseURL, 'POST', '/v1/chat/completions',
         { model: 'test-model', messages: [{ role: 'user', content: 'Hi' }] });
@@ -981,7 +989,8 @@ describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
         [{ input: [[]] }, /input must not be empty/],
         [{ input: [[-1]] }, /input token ids must be integers/],
         [{ input: 'x', encoding_format: 'int8' }, /encoding_format must be 'float' or 'base64'/],
-        [{ input: 'x', dimensions: 32 }, /dimensions is not supported/],
+        [{ input: 'x', dimensions: 20 }, /dimensions 20 is not one of the model's matryoshka_dimensions 16, 32/],
+        [{ input: 'x', dimensions: 0 }, /dimensions must be an integer in \[1, 64\]/],
         [{ input: 'x', model: 'other' }, /does not exist/]]) {
         const res = await raw(srv.baseURL, 'POST', '/v1/embeddings', { model: 'test-model', ...body });
         assert.ok(res.status === 400 || res.status === 404, JSON.stringify(body));
@@ -989,6 +998,16 @@ describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
       }
     } finally {
       assert.equal((await srv.stop()).code, 0);
+    }
+    // A model not declared matryoshka-trained keeps its whole embedding.
+    const plain = await startServer(QWEN, ['--task', 'embed']);
+    try {
+      const res = await raw(plain.baseURL, 'POST', '/v1/embeddings',
+        { model: 'test-model', input: 'x', dimensions: 32 });
+      assert.equal(res.status, 400);
+      assert.match(res.json.error.message, /does not support matryoshka representation/);
+    } finally {
+      assert.equal((await plain.stop()).code, 0);
     }
   });
 });

@@ -63,7 +63,8 @@ struct DecoderModelParts {
 };
 // Reads a Hugging Face folder or a GGUF file (model/load.cc, where the architectures are
 // registered). Status names the file and the culprit, as LoadCausalLM's.
-StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir);
+StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir,
+                                             const std::string& hf_overrides = "");
 
 // Bytes the weights occupy as stored (a tied lm_head counted once) and their logical parameter
 // count (a quantized [N, K] matrix counts N * K).

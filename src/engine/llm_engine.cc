@@ -468,6 +468,13 @@ void LLMEngine::ForgetFinished(ChoiceMap::iterator choice) {
   if (siblings.empty()) requests_.erase(parent);
 }
 
+void NormalizeL2(std::span<float> v) {
+  double sum = 0;
+  for (float x : v) sum += static_cast<double>(x) * x;
+  const double scale = 1.0 / std::max(std::sqrt(sum), 1e-12);
+  for (float& x : v) x = static_cast<float>(x * scale);
+}
+
 std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
                                            std::vector<RequestOutput> outputs) {
   // A pooling model's request ends with its prompt: the last position's hidden state (after the
@@ -487,13 +494,7 @@ std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
     out.index = c.index;
     out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
     out.embedding.assign(h, h + hidden);
-    if (pooler_normalizes_) {
-      double sum = 0;
-      for (float x : out.embedding) sum += static_cast<double>(x) * x;
-      // As torch.nn.functional.normalize: a zero vector stays zero.
-      const double scale = 1.0 / std::max(std::sqrt(sum), 1e-12);
-      for (float& x : out.embedding) x = static_cast<float>(x * scale);
-    }
+    if (pooler_normalizes_) NormalizeL2(out.embedding);
     out.finished = true;
     out.finish_reason = "stop";
     results[i].sampled_token = eos_token_ids_.empty() ? 0 : eos_token_ids_[0];

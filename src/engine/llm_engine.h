@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,6 +59,10 @@ struct RequestOutput {
   int completion_tokens = 0;  // total so far
   int cached_tokens = 0;      // prompt tokens served by the prefix cache (when finished)
 };
+
+// An embedding scaled to unit length, as torch.nn.functional.normalize (a zero vector stays
+// zero): the pooler's normalize, and the server's again after a matryoshka cut.
+void NormalizeL2(std::span<float> v);
 
 struct EngineStats {
   int num_running = 0;

@@ -98,12 +98,7 @@ std::string EmbeddingsBuilder::Add(int prompt_index, const RequestOutput& out) {
     // The first `dimensions`, normalized again where the pooler normalizes (as vLLM cuts
     // before normalizing; the cut of a normalized vector, normalized, is the same).
     e.resize(static_cast<size_t>(req_.embedding_dimensions));
-    if (req_.normalize_embeddings) {
-      double sum = 0;
-      for (float x : e) sum += static_cast<double>(x) * x;
-      const double scale = 1.0 / std::max(std::sqrt(sum), 1e-12);
-      for (float& x : e) x = static_cast<float>(x * scale);
-    }
+    if (req_.normalize_embeddings) NormalizeL2(e);
   }
   return "";
 }

@@ -336,7 +336,9 @@ void AsyncEngine::Drop(Replica& r, const std::string& id, Status why) {
   if (it->second->stream->Fail(std::move(why)) && it->second->stream->notify_)
     it->second->stream->notify_();
   r.active.erase(it);
+  EngineStats st = r.engine->stats();  // without the aborted request
   std::lock_guard<std::mutex> l(mu_);
+  r.stats = st;
   ++metrics_.num_dropped_slow_consumers;
   ++metrics_.request_success["abort"];
   EndLocked(r, id);
@@ -441,20 +443,26 @@ void AsyncEngine::Loop(Replica& r) {
       return;
     }
     for (Command& c : cmds) Apply(r, c);
+    std::vector<RequestOutput> outputs;
+    auto step_start = Clock::now();
     if (engine.HasUnfinishedRequests()) {
-      const auto step_start = Clock::now();
       auto outs = engine.Step();
       if (!outs.ok()) {
         // The engine aborted that step's requests; they are reported by the next Step().
         XI_LOG_ERROR("engine step failed: {}", outs.status().ToString());
       } else {
-        Dispatch(r, *outs, step_start);
+        outputs = std::move(*outs);
       }
     }
-    EngineStats st = engine.stats();
-    std::lock_guard<std::mutex> l(mu_);
-    r.stats = st;
-    r.pending_adds -= taken;
+    {
+      // The stats go out before the outputs: a client that reads its last token and then asks
+      // for the metrics finds that token counted.
+      EngineStats st = engine.stats();
+      std::lock_guard<std::mutex> l(mu_);
+      r.stats = st;
+      r.pending_adds -= taken;
+    }
+    if (!outputs.empty()) Dispatch(r, outputs, step_start);
   }
 }
 

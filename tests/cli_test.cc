@@ -587,7 +587,7 @@ TEST(CliTest, PlanSaysWhetherTheModelFitsAtTheConcurrencyAsked) {
       << long_context.err;
   RunResult over_model = RunXinfer("plan " + model + " --max-model-len 100000");
   EXPECT_EQ(over_model.exit_code, 1);
-  EXPECT_NE(over_model.err.find("exceeds the model's max_position_embeddings"), std::string::npos)
+  EXPECT_NE(over_model.err.find("exceeds the model's maximum length"), std::string::npos)
       << over_model.err;
   RunResult half = RunXinfer("plan " + model + " --dtype float16");
   EXPECT_EQ(half.exit_code, 1);
@@ -729,6 +729,52 @@ TEST(CliTest, VllmTaskAndPoolerFlags) {
       << gguf.err;
   RunResult mean = RunXinfer(gen + " --override-pooler-config '{\"pooling_type\": \"MEAN\"}'");
   EXPECT_NE(mean.err.find("pooling_type \"MEAN\" is not available"), std::string::npos) << mean.err;
+}
+
+// vLLM's --rope-scaling / --rope-theta (shorthands for those keys of --hf-overrides): the scaling
+// lengthens the context the engine and plan allow (yarn: trained context x factor), the theta
+// reaches the model (another greedy story), and bad values are refused by name.
+TEST(CliTest, VllmRopeScalingFlags) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  const std::string qwen3 = Model("tiny-qwen3");
+  const std::string yarn =
+      " --rope-scaling '{\"rope_type\": \"yarn\", \"factor\": 4, "
+      "\"original_max_position_embeddings\": 4096}'";
+  const std::string gen = "generate --model " + qwen3 + " --prompt-ids 1,400 --max-tokens 2";
+  RunResult over = RunXinfer(gen + " --max-model-len 8192");
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_NE(over.err.find("exceeds the model's maximum length 4096"), std::string::npos)
+      << over.err;
+  RunResult stretched = RunXinfer(gen + " --max-model-len 8192" + yarn);
+  EXPECT_EQ(stretched.exit_code, 0) << stretched.err;
+  RunResult plan = RunXinfer("plan " + qwen3 + " --json" + yarn);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(json::parse(plan.out)["max_model_len"].get<int>(), 16384);
+  RunResult plan_overrides =
+      RunXinfer("plan " + qwen3 + " --json --hf-overrides '{\"max_position_embeddings\": 64}'");
+  ASSERT_EQ(plan_overrides.exit_code, 0) << plan_overrides.err;
+  EXPECT_EQ(json::parse(plan_overrides.out)["max_model_len"].get<int>(), 64);
+
+  const std::string story = "generate --model " + Model("tinystories-656k") +
+                            " --prompt-ids 1,400 --max-tokens 12 --temperature 0 --json";
+  RunResult base = RunXinfer(story), theta = RunXinfer(story + " --rope-theta 50");
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(theta.exit_code, 0) << theta.err;
+  EXPECT_NE(json::parse(theta.out)["token_ids"], json::parse(base.out)["token_ids"]);
+  EXPECT_EQ(json::parse(RunXinfer(story + " --rope-theta 10000").out)["token_ids"],
+            json::parse(base.out)["token_ids"]);  // the model's own theta
+
+  for (const auto& [flags, needle] : std::vector<std::pair<std::string, std::string>>{
+           {" --rope-scaling '[1]'", "rope_scaling must be a JSON object"},
+           {" --rope-scaling '{\"rope_type\": \"longrope\", \"factor\": 2}'",
+            "rope_scaling type 'longrope' is not supported"},
+           {" --rope-scaling '{\"rope_type\": \"yarn\"}'", "rope_scaling needs a 'factor'"},
+           {" --rope-theta -1", "rope_theta must be a positive number"}}) {
+    RunResult bad = RunXinfer(gen + flags);
+    EXPECT_EQ(bad.exit_code, 1) << flags;
+    EXPECT_NE(bad.err.find(needle), std::string::npos) << flags << ": " << bad.err;
+  }
 }
 
 TEST(CliTest, VllmTokenizerAndGenerationConfigFlags) {

@@ -329,5 +329,60 @@ TEST(GgufExportTest, BadInputFailsCleanly) {
   }
 }
 
+// A folder whose config.json stretches RoPE with YaRN (Qwen's long-context recipe) exports the
+// scaling as llama.cpp's converter does (rope.scaling.type / factor / original_context_length),
+// and the file computes as the folder; Llama 3's scaling, which GGUF keeps as a rope_freqs
+// tensor, is refused rather than dropped.
+TEST(GgufExportTest, YarnRopeScalingTravels) {
+  XI_REQUIRE_SHARED(kQwen3);
+  const fs::path dir = fs::temp_directory_path() / fmt::format("xinfer-gguf-yarn-{}", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"model.safetensors", "tokenizer_config.json", "tokenizer.json"})
+    fs::create_symlink(Shared(kQwen3) + "/" + f, dir / f);
+  std::ifstream in(Shared(kQwen3) + "/config.json");
+  json config = json::parse(in);
+  config["rope_scaling"] = {
+      {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 1024}};
+  std::ofstream(dir / "config.json") << config.dump();
+  const std::string path = TempGguf("tiny-qwen3-yarn");
+  Status s = ExportGguf(dir.string(), path, {.type = GgufExportType::kBF16});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ((*file)->GetString("qwen3.rope.scaling.type").value(), "yarn");
+  EXPECT_EQ((*file)->GetDouble("qwen3.rope.scaling.factor").value(), 4.0);
+  EXPECT_EQ((*file)->GetInt("qwen3.rope.scaling.original_context_length").value(), 1024);
+
+  auto backend = CreateCpuBackend();
+  auto gguf = LoadCausalLM(path, *backend);
+  auto folder = LoadCausalLM(dir.string(), *backend);
+  auto unscaled = LoadCausalLM(Shared(kQwen3), *backend);
+  ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+  ASSERT_TRUE(folder.ok() && unscaled.ok());
+  const RopeScaling& r = (*gguf)->config().rope_scaling;
+  EXPECT_EQ(r.type, "yarn");
+  EXPECT_EQ(r.original_max_position_embeddings, 1024);
+  EXPECT_EQ(DerivedMaxModelLen((*gguf)->config()), 4096);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 1500; ++i) ids.push_back(100 + (i * 7919) % 5000);
+  const std::vector<float> a = testing::LastLogits(**gguf, *backend, ids);
+  EXPECT_LT(testing::MaxAbsDiff(a, testing::LastLogits(**folder, *backend, ids)), 1e-5);
+  EXPECT_GT(testing::MaxAbsDiff(a, testing::LastLogits(**unscaled, *backend, ids)), 1e-3);
+
+  config["rope_scaling"] = {{"rope_type", "llama3"},
+                            {"factor", 8.0},
+                            {"low_freq_factor", 1.0},
+                            {"high_freq_factor", 4.0},
+                            {"original_max_position_embeddings", 1024}};
+  std::ofstream(dir / "config.json") << config.dump();
+  fs::remove(path);
+  s = ExportGguf(dir.string(), path, {});
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+  EXPECT_NE(s.message().find("rope_scaling 'llama3'"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(fs::exists(path));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace xinfer

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
@@ -22,6 +23,7 @@
 #include "model/gguf_config.h"
 #include "model/gguf_model.h"
 #include "model/layers/decoder.h"
+#include "model/layers/rope_scaling.h"
 #include "test_util.h"
 
 namespace xinfer {
@@ -264,11 +266,10 @@ INSTANTIATE_TEST_SUITE_P(SharedGguf, GgufDequantizedTest,
                                            "tiny-qwen3-kq-q4_k_m.gguf"),
                          [](const auto& info) { return testing::ParamName(info.param); });
 
-// A llama-architecture GGUF, written here from the TinyStories safetensors with llama.cpp's
-// converter permutation applied to attn_q / attn_k: the loader must undo it to match the golden.
-TEST(GgufGoldenTest, LlamaGgufWithPermutedQkMatchesGolden) {
-  XI_REQUIRE_SHARED("models/tinystories-656k");
-  XI_REQUIRE_SHARED("golden/logits/tinystories-656k/golden.json");
+// A llama-architecture GGUF written from the TinyStories safetensors as llama.cpp's converter
+// writes one (attn_q / attn_k permuted), with `extra` metadata or tensors added.
+void WriteTinyStoriesLlamaGguf(const std::string& path,
+                               const std::function<void(GgufWriter&)>& extra = {}) {
   const std::string dir = testing::SharedDir() + "/models/tinystories-656k";
   auto config = LoadHfConfig(dir);
   ASSERT_TRUE(config.ok());
@@ -321,13 +322,70 @@ TEST(GgufGoldenTest, LlamaGgufWithPermutedQkMatchesGolden) {
     add(g + "ffn_up.weight", h + "mlp.up_proj.weight", 0);
     add(g + "ffn_down.weight", h + "mlp.down_proj.weight", 0);
   }
-  const std::string path = ::testing::TempDir() + "/tinystories-llama.gguf";
+  if (extra) extra(w);
   ASSERT_TRUE(w.WriteFile(path).ok());
+}
+
+// The loader must undo the converter's permutation to match the golden.
+TEST(GgufGoldenTest, LlamaGgufWithPermutedQkMatchesGolden) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  XI_REQUIRE_SHARED("golden/logits/tinystories-656k/golden.json");
+  const std::string path = ::testing::TempDir() + "/tinystories-llama.gguf";
+  ASSERT_NO_FATAL_FAILURE(WriteTinyStoriesLlamaGguf(path));
   auto backend = CreateCpuBackend();
   auto model = LoadCausalLM(path, *backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   EXPECT_EQ((*model)->config().architecture, "LlamaForCausalLM");
   ExpectMatchesGolden(**model, *backend, testing::SharedDir() + "/golden/logits/tinystories-656k");
+  std::filesystem::remove(path);
+}
+
+// Llama 3.1's rope scaling as llama.cpp's converter stores it in a GGUF file: a rope_freqs
+// tensor of per-frequency divisors (plain / scaled). The file must compute as the folder does
+// with the same scaling in its config.json, and both unlike the unscaled model.
+TEST(GgufGoldenTest, RopeFreqsAreTheFoldersLlama3Scaling) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  const std::string dir = testing::SharedDir() + "/models/tinystories-656k";
+  // head_dim 16: wavelengths 6.3, 19.9, 62.8, 199, ... against 128 / 4 and 128 positions: two
+  // pairs kept, one blended, five divided by 8.
+  const std::string llama3 = R"({"rope_scaling": {"rope_type": "llama3", "factor": 8,
+      "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 128}})";
+  auto config = LoadHfConfig(dir, llama3);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ModelConfig unscaled = *config;
+  unscaled.rope_scaling = {};
+  const RopeSpec plain = MakeRopeSpec(unscaled), scaled = MakeRopeSpec(*config);
+  ASSERT_EQ(plain.inv_freq.size(), 8u);
+  std::string factors;
+  for (size_t i = 0; i < plain.inv_freq.size(); ++i) {
+    const float f = static_cast<float>(plain.inv_freq[i] / scaled.inv_freq[i]);
+    factors.append(reinterpret_cast<const char*>(&f), sizeof(f));
+  }
+  const std::string path = ::testing::TempDir() + "/tinystories-llama31.gguf";
+  ASSERT_NO_FATAL_FAILURE(WriteTinyStoriesLlamaGguf(
+      path, [&](GgufWriter& w) { w.AddTensor("rope_freqs.weight", ggml::kF32, {8}, factors); }));
+  auto backend = CreateCpuBackend();
+  auto gguf = LoadCausalLM(path, *backend);
+  auto folder = LoadCausalLM(dir, *backend, {.hf_overrides = llama3});
+  auto base = LoadCausalLM(dir, *backend);
+  ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+  ASSERT_TRUE(folder.ok() && base.ok());
+  EXPECT_EQ((*gguf)->config().rope_scaling.freq_factors.size(), 8u);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 300; ++i) ids.push_back(1 + (i * 37) % 2000);
+  const std::vector<float> a = testing::LastLogits(**gguf, *backend, ids);
+  const std::vector<float> b = testing::LastLogits(**folder, *backend, ids);
+  EXPECT_LT(testing::MaxAbsDiff(a, b), 1e-4);
+  EXPECT_GT(testing::MaxAbsDiff(a, testing::LastLogits(**base, *backend, ids)), 1e-3);
+  // A rope_freqs tensor of the wrong length is refused by name.
+  ASSERT_NO_FATAL_FAILURE(WriteTinyStoriesLlamaGguf(path, [&](GgufWriter& w) {
+    w.AddTensor("rope_freqs.weight", ggml::kF32, {4}, factors.substr(0, 16));
+  }));
+  auto bad = LoadCausalLM(path, *backend);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("rope_freqs.weight must be 8 F32 values"),
+            std::string::npos)
+      << bad.status().ToString();
   std::filesystem::remove(path);
 }
 

@@ -10,6 +10,7 @@
 // code, not user input).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,22 @@
 #include "tensor/tensor.h"
 
 namespace xinfer {
+
+// Rotary embedding's frequencies: pair i of a head (elements i and i + dim / 2) at position p
+// turns by the angle p * inv_freq[i], and cos and sin are multiplied by `scale` (YaRN's attention
+// scaling; 1 otherwise). The model builds one from its config (model/layers/rope_scaling.h).
+struct RopeSpec {
+  std::vector<double> inv_freq;  // dim / 2 entries
+  double scale = 1;
+  bool operator==(const RopeSpec&) const = default;
+};
+// Unscaled RoPE: inv_freq[i] = theta^(-2i / dim).
+inline RopeSpec PlainRope(double theta, int64_t dim) {
+  RopeSpec r;
+  for (int64_t i = 0; i < dim / 2; ++i)
+    r.inv_freq.push_back(1.0 / std::pow(theta, static_cast<double>(2 * i) / dim));
+  return r;
+}
 
 class Ops {
  public:
@@ -55,8 +72,8 @@ class Ops {
   // Defaults: the portable reference kernels in backend/cpu/quant_ops.cc.
   virtual void QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out);
   // Rotary embedding, rotate-half layout (as Hugging Face Llama/Qwen): x is [T, heads, dim],
-  // token t is at position positions[t]. In place.
-  virtual void Rope(Tensor& x, std::span<const int32_t> positions, double theta) = 0;
+  // token t is at position positions[t], rope.inv_freq has dim / 2 entries. In place.
+  virtual void Rope(Tensor& x, std::span<const int32_t> positions, const RopeSpec& rope) = 0;
   // out = silu(gate) * up, elementwise. out may alias gate.
   virtual void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   // out = a + b, elementwise. out may alias a.

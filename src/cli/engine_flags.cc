@@ -82,6 +82,11 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--hf-overrides", c->hf_overrides,
                   "JSON object merged onto the model's config.json, e.g. "
                   "'{\"is_matryoshka\": true}'");
+  cmd->add_option("--rope-scaling", c->rope_scaling,
+                  "JSON object replacing config.json's rope_scaling, e.g. '{\"rope_type\": "
+                  "\"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 32768}' "
+                  "(linear, dynamic, yarn, llama3)");
+  cmd->add_option("--rope-theta", c->rope_theta, "RoPE base replacing config.json's rope_theta");
   cmd->add_option("--task", c->task,
                   "auto (default: generate), generate, or embed: serve embeddings on "
                   "/v1/embeddings (last-token pooling, as Qwen3-Embedding)");

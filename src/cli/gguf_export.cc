@@ -258,6 +258,13 @@ Status AddModelMetadata(const std::string& src_dir, const ModelConfig& c, const 
   w->SetU32(p + "attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
   w->SetU32(p + "attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
   w->SetF32(p + "rope.freq_base", static_cast<float>(c.rope_theta));
+  if (!c.rope_scaling.type.empty()) {  // linear or yarn (WriteGguf refuses the others)
+    w->SetString(p + "rope.scaling.type", c.rope_scaling.type);
+    w->SetF32(p + "rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
+    if (c.rope_scaling.type == "yarn")
+      w->SetU32(p + "rope.scaling.original_context_length",
+                static_cast<uint32_t>(c.rope_scaling.original_max_position_embeddings));
+  }
   w->SetF32(p + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   w->SetU32(p + "vocab_size", static_cast<uint32_t>(c.vocab_size));
   // An explicit head_dim (Qwen3's differs from hidden / heads) is the only way llama.cpp learns it.
@@ -284,6 +291,10 @@ Status WriteGguf(const std::string& src_dir, const std::string& tmp, GgufExportT
         "the source model is already quantized ({}); export an unquantized F32/F16/BF16 "
         "model",
         c.quantization.method);
+  if (!c.rope_scaling.type.empty() && c.rope_scaling.type != "linear" &&
+      c.rope_scaling.type != "yarn")
+    return Unimplemented("GGUF export of rope_scaling '{}' (GGUF files hold linear and yarn)",
+                         c.rope_scaling.type);
   XI_ASSIGN_OR_RETURN(auto store, WeightStore::OpenDir(src_dir));
   XI_ASSIGN_OR_RETURN(std::vector<Planned> plan, PlanTensors(*store, c));
 

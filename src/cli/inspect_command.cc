@@ -16,6 +16,21 @@
 namespace xinfer {
 namespace {
 
+// The attention lines of both formats: heads, RoPE and how far its scaling stretches the context.
+void PrintAttention(const ModelConfig& c) {
+  fmt::print("attention: {} query heads, {} kv heads, head_dim {}, rope_theta {}\n",
+             c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.rope_theta);
+  const RopeScaling& r = c.rope_scaling;
+  if (!r.type.empty())
+    fmt::print("rope scaling: {} factor {}{}: max model length {}\n", r.type, r.factor,
+               r.original_max_position_embeddings > 0
+                   ? fmt::format(" (trained context {})", r.original_max_position_embeddings)
+                   : "",
+               DerivedMaxModelLen(c));
+  if (!r.freq_factors.empty())
+    fmt::print("rope frequency factors: {} (rope_freqs.weight)\n", r.freq_factors.size());
+}
+
 struct InspectOptions {
   std::string path;
   bool json = false;
@@ -73,8 +88,7 @@ int RunInspectGguf(const InspectOptions& o) {
     fmt::print("architecture: {} (model_type {})\n", c.architecture, c.model_type);
     fmt::print("layers: {}  hidden: {}  intermediate: {}  vocab: {}\n", c.num_hidden_layers,
                c.hidden_size, c.intermediate_size, c.vocab_size);
-    fmt::print("attention: {} query heads, {} kv heads, head_dim {}, rope_theta {}\n",
-               c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.rope_theta);
+    PrintAttention(c);
   } else {
     fmt::print("not runnable here: {}\n", config.status().ToString());
   }
@@ -162,8 +176,7 @@ int RunInspect(const InspectOptions& o) {
   fmt::print("architecture: {} (model_type {})\n", c.architecture, c.model_type);
   fmt::print("layers: {}  hidden: {}  intermediate: {}  vocab: {}\n", c.num_hidden_layers,
              c.hidden_size, c.intermediate_size, c.vocab_size);
-  fmt::print("attention: {} query heads, {} kv heads, head_dim {}, rope_theta {}\n",
-             c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.rope_theta);
+  PrintAttention(c);
   fmt::print("tied embeddings: {}  max_position_embeddings: {}\n",
              c.tie_word_embeddings ? "yes" : "no", c.max_position_embeddings);
   if (!c.quantization.method.empty())

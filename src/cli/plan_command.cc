@@ -31,8 +31,11 @@ struct PlanOptions {
   bool json = false;
 };
 
-StatusOr<ModelConfig> ReadModelConfig(const std::string& model) {
-  if (!IsGgufModelPath(model)) return LoadHfConfig(model);
+StatusOr<ModelConfig> ReadModelConfig(const std::string& model, const std::string& overrides) {
+  if (!IsGgufModelPath(model)) return LoadHfConfig(model, overrides);
+  if (!overrides.empty())
+    return InvalidArgument("hf_overrides apply to a Hugging Face folder's config.json, not to {}",
+                           model);
   XI_ASSIGN_OR_RETURN(auto file, GgufFile::Open(model));
   return GgufModelConfig(*file);
 }
@@ -42,9 +45,9 @@ double GiB(double bytes) { return bytes / (1 << 30); }
 int Run(PlanOptions o) {
   EngineConfig& c = o.engine;
   if (Status s = c.Validate(); !s.ok()) return ReportError(s);
-  auto mc = ReadModelConfig(c.model);
+  auto mc = ReadModelConfig(c.model, c.ConfigOverrides());
   if (!mc.ok()) return ReportError(mc.status());
-  if (Status s = c.ResolveModelLimits(mc->max_position_embeddings); !s.ok()) return ReportError(s);
+  if (Status s = c.ResolveModelLimits(DerivedMaxModelLen(*mc)); !s.ok()) return ReportError(s);
   if (o.context < 0 || o.context > c.max_model_len)
     return ReportError(InvalidArgument("--context must be in [1, max_model_len {}], got {}",
                                        c.max_model_len, o.context));

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -56,6 +57,13 @@ Status EngineConfig::Validate() const {
     return InvalidArgument("cpu_memory_budget must be >= 0, got {}", cpu_memory_budget);
   if (max_model_len < 0)
     return InvalidArgument("max_model_len must be >= 0, got {}", max_model_len);
+  if (!rope_scaling.empty()) {
+    const nlohmann::json r = nlohmann::json::parse(rope_scaling, nullptr, false);
+    if (r.is_discarded() || !r.is_object())
+      return InvalidArgument("rope_scaling must be a JSON object, got '{}'", rope_scaling);
+  }
+  if (!(rope_theta >= 0) || !std::isfinite(rope_theta))
+    return InvalidArgument("rope_theta must be a positive number, got {}", rope_theta);
   if (max_num_seqs < 1) return InvalidArgument("max_num_seqs must be >= 1, got {}", max_num_seqs);
   if (max_num_batched_tokens < 0)
     return InvalidArgument("max_num_batched_tokens must be >= 0, got {}", max_num_batched_tokens);
@@ -120,12 +128,14 @@ Status EngineConfig::Validate() const {
   return Status::Ok();
 }
 
-Status EngineConfig::ResolveModelLimits(int max_position_embeddings) {
-  const int model_len = max_position_embeddings > 0 ? max_position_embeddings : 4096;
+Status EngineConfig::ResolveModelLimits(int derived_max_model_len) {
+  const int model_len = derived_max_model_len > 0 ? derived_max_model_len : 4096;
   if (max_model_len == 0) max_model_len = model_len;
   if (max_model_len > model_len)
-    return InvalidArgument("max_model_len {} exceeds the model's max_position_embeddings {}",
-                           max_model_len, model_len);
+    return InvalidArgument(
+        "max_model_len {} exceeds the model's maximum length {} (max_position_embeddings, times "
+        "the rope_scaling factor if any)",
+        max_model_len, model_len);
   if (max_num_batched_tokens == 0)
     max_num_batched_tokens = enable_chunked_prefill ? std::max(2048, max_num_seqs)
                                                     : std::max(max_model_len, max_num_seqs);
@@ -165,6 +175,17 @@ bool EngineConfig::PoolerNormalizes() const {
   return n.ok() && *n;
 }
 
+std::string EngineConfig::ConfigOverrides() const {
+  if (rope_scaling.empty() && rope_theta == 0) return hf_overrides;
+  nlohmann::json o = hf_overrides.empty() ? nlohmann::json::object()
+                                          : nlohmann::json::parse(hf_overrides, nullptr, false);
+  if (o.is_discarded() || !o.is_object()) return hf_overrides;
+  if (!rope_scaling.empty())
+    o["rope_scaling"] = nlohmann::json::parse(rope_scaling, nullptr, false);
+  if (rope_theta > 0) o["rope_theta"] = rope_theta;
+  return o.dump();
+}
+
 std::string EngineConfig::ToString() const {
   return fmt::format(
       "model={} block_size={} num_gpu_blocks_override={} kv_cache_memory={} "
@@ -185,7 +206,7 @@ std::string EngineConfig::ToString() const {
       seed.has_value() ? std::to_string(*seed) : "random", TokenizerPath(), generation_config,
       override_generation_config.empty() ? "none" : override_generation_config, max_logprobs,
       embeds() ? "embed" : "generate", pooler_config.empty() ? "default" : pooler_config,
-      hf_overrides.empty() ? "none" : hf_overrides);
+      hf_overrides.empty() && ConfigOverrides().empty() ? "none" : ConfigOverrides());
 }
 
 }  // namespace xinfer

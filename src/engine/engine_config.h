@@ -119,6 +119,15 @@ struct EngineConfig {
   // vLLM's --hf-overrides: a JSON object merged onto the model's config.json (e.g.
   // {"max_position_embeddings": 65536}, {"is_matryoshka": true}); empty: none.
   std::string hf_overrides;
+  // vLLM's --rope-scaling (a JSON object, e.g. {"rope_type": "yarn", "factor": 4.0,
+  // "original_max_position_embeddings": 32768}) and --rope-theta: shorthands for those keys of
+  // hf_overrides. Empty / 0: the model's.
+  std::string rope_scaling;
+  double rope_theta = 0;
+  // hf_overrides with rope_scaling / rope_theta laid over it: what the loader merges onto
+  // config.json ("" when none). A malformed hf_overrides comes back as is, for the loader to
+  // refuse with its message.
+  std::string ConfigOverrides() const;
 
   // vLLM's --load-format: "auto", "safetensors" (a Hugging Face folder) or "gguf" (a .gguf file);
   // it must match the model.
@@ -143,10 +152,10 @@ struct EngineConfig {
   DType KvCacheDType() const;
 
   Status Validate() const;  // dtype through ValidateDtype
-  // Fills the settings that default from the model (max_model_len: the model's
-  // `max_position_embeddings`, or 4096 when it has none; max_num_batched_tokens from it) and
+  // Fills the settings that default from the model (max_model_len: the model's length as
+  // DerivedMaxModelLen gives it, or 4096 when it has none; max_num_batched_tokens from it) and
   // refuses a max_model_len over the model's. Shared by LLMEngine::Create and `xinfer plan`.
-  Status ResolveModelLimits(int max_position_embeddings);
+  Status ResolveModelLimits(int derived_max_model_len);
   std::string ToString() const;
   // "tensor_parallel_size T" or "tensor_parallel_size T x data_parallel_size D", for messages
   // about the ranks.

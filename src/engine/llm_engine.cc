@@ -198,7 +198,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
                                               ? LoadGgufTokenizer(tokenizer_path)
                                               : Tokenizer::FromDir(tokenizer_path));
   const ModelLoadOptions load_options{.bf16_weights = c.bf16_activations(),
-                                      .hf_overrides = c.hf_overrides};
+                                      .hf_overrides = c.ConfigOverrides()};
   if (tp == 1) {
     XI_ASSIGN_OR_RETURN(engine->model_, LoadCausalLM(c.model, *engine->backend_, load_options));
   } else {
@@ -222,7 +222,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
   XI_ASSIGN_OR_RETURN(engine->default_params_, SamplingDefaults(c, mc.vocab_size));
 
-  XI_RETURN_IF_ERROR(c.ResolveModelLimits(mc.max_position_embeddings));
+  XI_RETURN_IF_ERROR(c.ResolveModelLimits(DerivedMaxModelLen(mc)));
   XI_ASSIGN_OR_RETURN(
       const KvCacheSizing kv,
       SizeKvCache(c, static_cast<int64_t>(engine->model_->weight_bytes()),

@@ -1,5 +1,7 @@
 #include "formats/hf_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "base/json_int32.h"
@@ -40,7 +42,74 @@ Status GetDouble(const json& j, const char* key, double* out) {
   return Status::Ok();
 }
 
+// A number in rope_scaling; absent keeps `out`.
+Status GetRopeNumber(const json& r, const char* key, bool positive, double* out) {
+  if (!r.contains(key) || r[key].is_null()) return Status::Ok();
+  if (!r[key].is_number() || !std::isfinite(r[key].get<double>()) ||
+      (positive ? !(r[key].get<double>() > 0) : r[key].get<double>() < 0))
+    return InvalidArgument("config.json: rope_scaling '{}' must be a {} number, got {}", key,
+                           positive ? "positive" : "non-negative", r[key].dump());
+  *out = r[key].get<double>();
+  return Status::Ok();
+}
+
+Status ParseRopeScaling(const json& r, int max_position_embeddings, RopeScaling* out) {
+  if (!r.is_object()) return InvalidArgument("config.json: 'rope_scaling' must be an object");
+  std::string type;
+  XI_RETURN_IF_ERROR(GetString(r, "rope_type", "config.json: rope_scaling", &type));
+  if (type.empty()) XI_RETURN_IF_ERROR(GetString(r, "type", "config.json: rope_scaling", &type));
+  if (r.contains("mrope_section"))
+    return Unimplemented(
+        "config.json: multimodal rope (rope_scaling 'mrope_section') is not "
+        "supported");
+  if (type.empty() || type == "default") return Status::Ok();
+  if (type != "linear" && type != "dynamic" && type != "yarn" && type != "llama3")
+    return Unimplemented(
+        "config.json: rope_scaling type '{}' is not supported (linear, dynamic, yarn and llama3 "
+        "are)",
+        type);
+  RopeScaling s;
+  s.type = type;
+  if (!r.contains("factor")) return InvalidArgument("config.json: rope_scaling needs a 'factor'");
+  XI_RETURN_IF_ERROR(GetRopeNumber(r, "factor", true, &s.factor));
+  if ((type == "yarn" || type == "llama3" || type == "dynamic") && s.factor < 1)
+    return InvalidArgument("config.json: rope_scaling '{}' factor must be at least 1, got {}", type,
+                           s.factor);
+  s.original_max_position_embeddings = max_position_embeddings;
+  XI_RETURN_IF_ERROR(GetInt(r, "original_max_position_embeddings", type == "llama3",
+                            &s.original_max_position_embeddings));
+  if (type == "yarn" && s.original_max_position_embeddings == 0)
+    return InvalidArgument(
+        "config.json: rope_scaling yarn needs 'original_max_position_embeddings' (or "
+        "max_position_embeddings)");
+  XI_RETURN_IF_ERROR(GetRopeNumber(r, "beta_fast", true, &s.beta_fast));
+  XI_RETURN_IF_ERROR(GetRopeNumber(r, "beta_slow", true, &s.beta_slow));
+  XI_RETURN_IF_ERROR(GetRopeNumber(r, "extrapolation_factor", false, &s.extrapolation_factor));
+  XI_RETURN_IF_ERROR(GetRopeNumber(r, "attn_factor", true, &s.attn_factor));
+  if (type == "llama3") {
+    for (const char* key : {"low_freq_factor", "high_freq_factor"})
+      if (!r.contains(key))
+        return InvalidArgument("config.json: rope_scaling llama3 needs '{}'", key);
+    XI_RETURN_IF_ERROR(GetRopeNumber(r, "low_freq_factor", true, &s.low_freq_factor));
+    XI_RETURN_IF_ERROR(GetRopeNumber(r, "high_freq_factor", true, &s.high_freq_factor));
+    if (s.high_freq_factor < s.low_freq_factor)
+      return InvalidArgument(
+          "config.json: rope_scaling high_freq_factor {} is below low_freq_factor {}",
+          s.high_freq_factor, s.low_freq_factor);
+  }
+  *out = std::move(s);
+  return Status::Ok();
+}
+
 }  // namespace
+
+int DerivedMaxModelLen(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  double len = c.max_position_embeddings;
+  if (s.type == "yarn") len = s.original_max_position_embeddings;
+  if (s.type == "linear" || s.type == "dynamic" || s.type == "yarn") len *= s.factor;
+  return static_cast<int>(std::min<double>(len, 1 << 30));
+}
 
 StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
@@ -85,7 +154,8 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
   XI_RETURN_IF_ERROR(GetString(j, "hidden_act", "config.json", &act));
   if (act != "silu") return Unimplemented("config.json: hidden_act '{}' is not supported", act);
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    return Unimplemented("config.json: rope_scaling is not supported yet");
+    XI_RETURN_IF_ERROR(
+        ParseRopeScaling(j["rope_scaling"], c.max_position_embeddings, &c.rope_scaling));
   if (j.contains("torch_dtype") && j["torch_dtype"].is_string())
     c.torch_dtype = j["torch_dtype"].get<std::string>();
   if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())

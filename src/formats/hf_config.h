@@ -18,6 +18,21 @@ struct QuantizationConfig {
   std::string version;  // AWQ packing, e.g. "gemm"
 };
 
+// config.json's `rope_scaling` (keyed `rope_type` or `type`): how RoPE's rotation frequencies
+// stretch over a longer context than the model was trained at, read as vLLM's get_rope reads it.
+struct RopeScaling {
+  std::string type;  // "" (none, or "default"), "linear", "dynamic", "yarn", "llama3"
+  double factor = 1;
+  int original_max_position_embeddings = 0;  // yarn and llama3: the trained context
+  // yarn: the dimensions rotating more than beta_fast times over the original context keep their
+  // frequency, those rotating less than beta_slow times are interpolated (divided by factor), a
+  // linear ramp between; cos and sin are scaled by (0.1 ln factor + 1) * attn_factor.
+  double beta_fast = 32, beta_slow = 1, extrapolation_factor = 1, attn_factor = 1;
+  double low_freq_factor = 1, high_freq_factor = 4;  // llama3
+  // Per-frequency divisors (llama.cpp's rope_freqs tensor in GGUF files); empty: none.
+  std::vector<double> freq_factors{};
+};
+
 struct ModelConfig {
   std::string architecture;  // architectures[0], e.g. "Qwen3ForCausalLM"
   std::string model_type;    // e.g. "qwen3"
@@ -30,6 +45,7 @@ struct ModelConfig {
   int head_dim = 0;  // explicit in Qwen3; hidden_size / num_attention_heads otherwise
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
   int max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v (and o for Llama) biases
@@ -43,9 +59,14 @@ struct ModelConfig {
   std::vector<int> matryoshka_dimensions;  // empty: any in [1, hidden_size]
 };
 
+// The longest sequence the model supports, as vLLM derives it: max_position_embeddings, times the
+// rope scaling factor (yarn: original_max_position_embeddings times it; llama3: unchanged);
+// 0 when the config names none.
+int DerivedMaxModelLen(const ModelConfig& config);
+
 // Parses config.json text. Missing required fields, non-positive sizes, heads that do not divide
-// or unsupported features (hidden_act other than silu, rope_scaling) are InvalidArgument /
-// Unimplemented with the field named.
+// or unsupported features (hidden_act other than silu, rope scaling types other than the above)
+// are InvalidArgument / Unimplemented with the field named.
 StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text);
 // `overrides`: vLLM's --hf-overrides, a JSON object merged onto config.json first (RFC 7396: its
 // objects merge key by key, null removes a key); empty: none.

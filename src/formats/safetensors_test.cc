@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "formats/hf_config.h"
 
@@ -287,11 +288,12 @@ TEST(HfConfigTest, Errors) {
 // removing a key), so they reach every field; matryoshka declarations among them.
 TEST_F(SafetensorsTest, HfOverridesMergeOntoConfigJson) {
   std::string with_scaling = kQwen3Config;
-  with_scaling.insert(with_scaling.size() - 1,
-                      R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}, "x": {"a": 1})");
+  with_scaling.insert(
+      with_scaling.size() - 1,
+      R"(, "rope_scaling": {"rope_type": "longrope", "factor": 4.0}, "x": {"a": 1})");
   std::ofstream(dir_ / "config.json") << with_scaling;
   const std::string dir = dir_.string();
-  EXPECT_EQ(LoadHfConfig(dir).status().code(), StatusCode::kUnimplemented);  // rope_scaling
+  EXPECT_EQ(LoadHfConfig(dir).status().code(), StatusCode::kUnimplemented);  // longrope
   auto c = LoadHfConfig(dir, R"({"rope_scaling": null, "max_position_embeddings": 65536,
       "x": {"b": 2}, "is_matryoshka": true})");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -313,6 +315,87 @@ TEST_F(SafetensorsTest, HfOverridesMergeOntoConfigJson) {
            {R"({"rope_scaling": null, "hidden_size": 0})", "hidden_size"}}) {
     auto bad = LoadHfConfig(dir, overrides);
     ASSERT_FALSE(bad.ok()) << overrides;
+    EXPECT_NE(bad.status().message().find(needle), std::string::npos) << bad.status().ToString();
+  }
+}
+
+// rope_scaling as vLLM's get_rope reads it (keyed rope_type, or type as older configs spell it),
+// and the context it gives (vLLM's derived max_model_len).
+TEST(HfConfigTest, RopeScalingAndTheLengthItGives) {
+  const auto parse = [](const std::string& fields) {
+    std::string text = kQwen3Config;
+    text.insert(text.size() - 1, ", " + fields);
+    return ParseHfConfig(text);
+  };
+  auto plain = parse(R"("max_position_embeddings": 40960)");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->rope_scaling.type, "");
+  EXPECT_EQ(DerivedMaxModelLen(*plain), 40960);
+  // Qwen3's long-context recipe: 32768 trained positions stretched 4 times.
+  auto yarn = parse(R"("max_position_embeddings": 40960, "rope_scaling": {"rope_type": "yarn",
+      "factor": 4.0, "original_max_position_embeddings": 32768, "beta_fast": 16})");
+  ASSERT_TRUE(yarn.ok()) << yarn.status().ToString();
+  EXPECT_EQ(yarn->rope_scaling.type, "yarn");
+  EXPECT_EQ(yarn->rope_scaling.factor, 4.0);
+  EXPECT_EQ(yarn->rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(yarn->rope_scaling.beta_fast, 16);
+  EXPECT_EQ(yarn->rope_scaling.beta_slow, 1);
+  EXPECT_EQ(DerivedMaxModelLen(*yarn), 131072);
+  // Qwen2.5's spelling ("type"), and yarn's trained context defaulting to max_position_embeddings.
+  auto qwen25 = parse(R"("max_position_embeddings": 32768,
+      "rope_scaling": {"type": "yarn", "factor": 2.0})");
+  ASSERT_TRUE(qwen25.ok()) << qwen25.status().ToString();
+  EXPECT_EQ(qwen25->rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(DerivedMaxModelLen(*qwen25), 65536);
+  auto linear = parse(R"("max_position_embeddings": 4096,
+      "rope_scaling": {"type": "linear", "factor": 2.0})");
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  EXPECT_EQ(DerivedMaxModelLen(*linear), 8192);
+  auto dynamic = parse(R"("max_position_embeddings": 4096,
+      "rope_scaling": {"rope_type": "dynamic", "factor": 3.0})");
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().ToString();
+  EXPECT_EQ(DerivedMaxModelLen(*dynamic), 12288);
+  // Llama 3.1 states its full length in max_position_embeddings already.
+  auto llama3 = parse(R"("max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3",
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8192})");
+  ASSERT_TRUE(llama3.ok()) << llama3.status().ToString();
+  EXPECT_EQ(llama3->rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(DerivedMaxModelLen(*llama3), 131072);
+  auto none = parse(R"("max_position_embeddings": 4096, "rope_scaling": {"rope_type": "default"})");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->rope_scaling.type, "");
+  EXPECT_EQ(ParseHfConfig(kQwen3Config).value().rope_scaling.type, "");
+
+  for (const auto& [fields, code, needle] :
+       std::vector<std::tuple<std::string, StatusCode, std::string>>{
+           {R"("rope_scaling": {"rope_type": "longrope", "factor": 4})", StatusCode::kUnimplemented,
+            "rope_scaling type 'longrope' is not supported"},
+           {R"("rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]})",
+            StatusCode::kUnimplemented, "mrope_section"},
+           {R"("rope_scaling": "yarn")", StatusCode::kInvalidArgument, "must be an object"},
+           {R"("rope_scaling": {"rope_type": 4})", StatusCode::kInvalidArgument,
+            "'rope_type' must be a string"},
+           {R"("max_position_embeddings": 8, "rope_scaling": {"rope_type": "linear"})",
+            StatusCode::kInvalidArgument, "needs a 'factor'"},
+           {R"("max_position_embeddings": 8, "rope_scaling": {"type": "linear", "factor": 0})",
+            StatusCode::kInvalidArgument, "'factor' must be a positive number"},
+           {R"("max_position_embeddings": 8, "rope_scaling": {"type": "yarn", "factor": 0.5})",
+            StatusCode::kInvalidArgument, "factor must be at least 1"},
+           {R"("rope_scaling": {"type": "yarn", "factor": 2})", StatusCode::kInvalidArgument,
+            "needs 'original_max_position_embeddings'"},
+           {R"("max_position_embeddings": 8, "rope_scaling": {"type": "yarn", "factor": 2,
+               "beta_fast": "fast"})",
+            StatusCode::kInvalidArgument, "'beta_fast' must be a positive number"},
+           {R"("rope_scaling": {"rope_type": "llama3", "factor": 8, "high_freq_factor": 4,
+               "original_max_position_embeddings": 8192})",
+            StatusCode::kInvalidArgument, "llama3 needs 'low_freq_factor'"},
+           {R"("rope_scaling": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 4,
+               "high_freq_factor": 1, "original_max_position_embeddings": 8192})",
+            StatusCode::kInvalidArgument, "high_freq_factor 1 is below low_freq_factor 4"}}) {
+    auto bad = parse(fields);
+    ASSERT_FALSE(bad.ok()) << fields;
+    EXPECT_EQ(bad.status().code(), code) << bad.status().ToString();
     EXPECT_NE(bad.status().message().find(needle), std::string::npos) << bad.status().ToString();
   }
 }

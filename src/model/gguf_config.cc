@@ -20,6 +20,23 @@ StatusOr<int> PositiveInt(const GgufFile& f, const std::string& key) {
   return static_cast<int>(v);
 }
 
+// llama.cpp's rope.scaling.* keys: `factor` for linear and yarn, yarn's trained context.
+Status ReadRopeScaling(const GgufFile& f, const std::string& p, const std::string& type,
+                       ModelConfig& c) {
+  if (type != "linear" && type != "yarn") return Status::Ok();
+  RopeScaling& s = c.rope_scaling;
+  s.type = type;
+  XI_ASSIGN_OR_RETURN(s.factor, f.GetDouble(p + "rope.scaling.factor"));
+  if (!(s.factor >= 1) || !std::isfinite(s.factor))
+    return InvalidArgument("metadata '{}' = {} must be a number >= 1", p + "rope.scaling.factor",
+                           s.factor);
+  if (type == "yarn" && f.Has(p + "rope.scaling.original_context_length")) {
+    XI_ASSIGN_OR_RETURN(s.original_max_position_embeddings,
+                        PositiveInt(f, p + "rope.scaling.original_context_length"));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::string> GgufArchitectureToHf(const std::string& gguf_arch) {
@@ -67,9 +84,13 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& f) {
       return Unimplemented("partial rotary embeddings (rope.dimension_count {} < head dim {})", rot,
                            c.head_dim);
   }
-  if (const GgufValue* s = f.Find(p + "rope.scaling.type"))
-    if (s->type != GgufType::kString || (s->str != "none" && !s->str.empty()))
-      return Unimplemented("rope scaling '{}' is not supported", s->ToString());
+  if (const GgufValue* s = f.Find(p + "rope.scaling.type")) {
+    if (s->type != GgufType::kString ||
+        (s->str != "none" && !s->str.empty() && s->str != "linear" && s->str != "yarn"))
+      return Unimplemented("rope scaling '{}' is not supported (linear and yarn are)",
+                           s->ToString());
+    XI_RETURN_IF_ERROR(ReadRopeScaling(f, p, s->str, c));
+  }
   XI_ASSIGN_OR_RETURN(c.rms_norm_eps, f.GetDouble(p + "attention.layer_norm_rms_epsilon"));
   if (f.Has(p + "rope.freq_base")) {
     XI_ASSIGN_OR_RETURN(c.rope_theta, f.GetDouble(p + "rope.freq_base"));
@@ -83,6 +104,24 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& f) {
                            c.rope_theta);
   if (f.Has(p + "context_length")) {
     XI_ASSIGN_OR_RETURN(c.max_position_embeddings, PositiveInt(f, p + "context_length"));
+  }
+  if (c.rope_scaling.type == "yarn" && c.rope_scaling.original_max_position_embeddings == 0)
+    c.rope_scaling.original_max_position_embeddings = c.max_position_embeddings;
+  if (c.rope_scaling.type == "yarn" && c.rope_scaling.original_max_position_embeddings == 0)
+    return InvalidArgument("yarn rope scaling needs '{}' or '{}'",
+                           p + "rope.scaling.original_context_length", p + "context_length");
+  // Llama 3.1's frequency scaling, as llama.cpp's converter stores it: one divisor per frequency.
+  if (f.FindTensor("rope_freqs.weight") != nullptr) {
+    XI_ASSIGN_OR_RETURN(Tensor factors, f.GetDense("rope_freqs.weight"));
+    if (factors.numel() != c.head_dim / 2 || factors.dtype() != DType::kF32)
+      return InvalidArgument("rope_freqs.weight must be {} F32 values (head_dim / 2), got {} {}",
+                             c.head_dim / 2, factors.numel(), DTypeName(factors.dtype()));
+    for (int64_t i = 0; i < factors.numel(); ++i) {
+      const float v = factors.data<float>()[i];
+      if (!(v > 0) || !std::isfinite(v))
+        return InvalidArgument("rope_freqs.weight[{}] = {} must be a positive number", i, v);
+      c.rope_scaling.freq_factors.push_back(v);
+    }
   }
 
   const GgufTensorInfo* embd = f.FindTensor("token_embd.weight");

@@ -112,19 +112,17 @@ void CpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bi
   cpu::QuantLinearRef(x, w, bias, out, &pool());
 }
 
-void CpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double theta) {
+void CpuOps::Rope(Tensor& x, std::span<const int32_t> positions, const RopeSpec& rope) {
   XI_CHECK(x.rank() == 3 && x.dim(0) == static_cast<int64_t>(positions.size()));
   const int64_t heads = x.dim(1), dim = x.dim(2), half = dim / 2;
-  std::vector<double> inv_freq(half);
-  for (int64_t i = 0; i < half; ++i)
-    inv_freq[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(dim));
+  XI_CHECK(static_cast<int64_t>(rope.inv_freq.size()) == half);
   std::vector<float> cos_v(half), sin_v(half);
   float* xs = x.data<float>();
   for (size_t t = 0; t < positions.size(); ++t) {
     for (int64_t i = 0; i < half; ++i) {
-      double angle = positions[t] * inv_freq[i];
-      cos_v[i] = static_cast<float>(std::cos(angle));
-      sin_v[i] = static_cast<float>(std::sin(angle));
+      double angle = positions[t] * rope.inv_freq[i];
+      cos_v[i] = static_cast<float>(std::cos(angle) * rope.scale);
+      sin_v[i] = static_cast<float>(std::sin(angle) * rope.scale);
     }
     for (int64_t h = 0; h < heads; ++h) {
       float* v = xs + (t * heads + h) * dim;

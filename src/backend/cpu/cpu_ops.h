@@ -28,7 +28,7 @@ class CpuOps : public Ops {
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) override;
   void Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
   void QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out) override;
-  void Rope(Tensor& x, std::span<const int32_t> positions, double theta) override;
+  void Rope(Tensor& x, std::span<const int32_t> positions, const RopeSpec& rope) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void Add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) override;

@@ -94,7 +94,7 @@ TEST_F(CpuOpsTest, RopeRotateHalf) {
   Tensor orig = backend_->NewTensor(DType::kF32, {2, 3, 8});
   ops_.CopyRows(x, orig, 0);
   std::vector<int32_t> pos = {0, 7};
-  ops_.Rope(x, pos, 10000.0);
+  ops_.Rope(x, pos, PlainRope(10000.0, 8));
   for (int t = 0; t < 2; ++t)
     for (int h = 0; h < 3; ++h)
       for (int i = 0; i < 4; ++i) {
@@ -103,6 +103,20 @@ TEST_F(CpuOpsTest, RopeRotateHalf) {
         double x1 = At(orig, base + i), x2 = At(orig, base + i + 4);
         EXPECT_NEAR(x.data<float>()[base + i], x1 * std::cos(ang) - x2 * std::sin(ang), 1e-5);
         EXPECT_NEAR(x.data<float>()[base + i + 4], x2 * std::cos(ang) + x1 * std::sin(ang), 1e-5);
+      }
+  // Any frequencies, and cos and sin scaled (YaRN's attention factor).
+  const RopeSpec scaled{{0.5, 0.25, 0.01, 1e-5}, 1.25};
+  ops_.CopyRows(orig, x, 0);
+  ops_.Rope(x, pos, scaled);
+  for (int t = 0; t < 2; ++t)
+    for (int h = 0; h < 3; ++h)
+      for (int i = 0; i < 4; ++i) {
+        const double ang = pos[t] * scaled.inv_freq[i], c = 1.25 * std::cos(ang),
+                     s = 1.25 * std::sin(ang);
+        int64_t base = (t * 3 + h) * 8;
+        double x1 = At(orig, base + i), x2 = At(orig, base + i + 4);
+        EXPECT_NEAR(x.data<float>()[base + i], x1 * c - x2 * s, 1e-5);
+        EXPECT_NEAR(x.data<float>()[base + i + 4], x2 * c + x1 * s, 1e-5);
       }
 }
 

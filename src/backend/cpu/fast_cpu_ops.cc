@@ -253,38 +253,37 @@ void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tenso
   });
 }
 
-void FastCpuOps::EnsureRopeTable(double theta, int64_t dim, int64_t max_pos) {
-  if (theta == rope_theta_ && dim == rope_dim_ && max_pos <= rope_rows_) return;
-  if (theta != rope_theta_ || dim != rope_dim_) rope_rows_ = 0;
-  const int64_t half = dim / 2;
+void FastCpuOps::EnsureRopeTable(const RopeSpec& rope, int64_t max_pos) {
+  if (max_pos <= rope_rows_ && rope == rope_spec_) return;
+  if (!(rope == rope_spec_)) {
+    rope_spec_ = rope;
+    rope_rows_ = 0;
+  }
+  const int64_t half = static_cast<int64_t>(rope.inv_freq.size());
   // Doubling keeps decode (one new position per step) from rebuilding the table every step.
   const int64_t rows = std::max<int64_t>(4096, RoundUp(max_pos, 4096) * 2);
-  std::vector<double> inv_freq(half);
-  for (int64_t i = 0; i < half; ++i)
-    inv_freq[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(dim));
   rope_cos_.resize(rows * half);
   rope_sin_.resize(rows * half);
   // Same formula as the reference (double angle, rounded to float), so results match it bitwise.
   for (int64_t p = rope_rows_; p < rows; ++p)
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(static_cast<int32_t>(p)) * inv_freq[i];
-      rope_cos_[p * half + i] = static_cast<float>(std::cos(angle));
-      rope_sin_[p * half + i] = static_cast<float>(std::sin(angle));
+      const double angle = static_cast<double>(static_cast<int32_t>(p)) * rope.inv_freq[i];
+      rope_cos_[p * half + i] = static_cast<float>(std::cos(angle) * rope.scale);
+      rope_sin_[p * half + i] = static_cast<float>(std::sin(angle) * rope.scale);
     }
-  rope_theta_ = theta;
-  rope_dim_ = dim;
   rope_rows_ = rows;
 }
 
-void FastCpuOps::Rope(Tensor& x, std::span<const int32_t> positions, double theta) {
+void FastCpuOps::Rope(Tensor& x, std::span<const int32_t> positions, const RopeSpec& rope) {
   XI_CHECK(x.rank() == 3 && x.dim(0) == static_cast<int64_t>(positions.size()));
   const int64_t t_rows = x.dim(0), heads = x.dim(1), dim = x.dim(2), half = dim / 2;
+  XI_CHECK(static_cast<int64_t>(rope.inv_freq.size()) == half);
   int32_t max_pos = 0;
   for (int32_t p : positions) {
     XI_CHECK(p >= 0);
     max_pos = std::max(max_pos, p);
   }
-  EnsureRopeTable(theta, dim, static_cast<int64_t>(max_pos) + 1);
+  EnsureRopeTable(rope, static_cast<int64_t>(max_pos) + 1);
   float* xs = x.data<float>();
   ForEachRowRange(t_rows, heads * dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {

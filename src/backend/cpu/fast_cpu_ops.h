@@ -50,7 +50,7 @@ class FastCpuOps : public CpuOps {
   // fork-join; anything else as separate Linears.
   void LinearMany(const Tensor& x, std::span<const LinearOut> parts) override;
   void QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out) override;
-  void Rope(Tensor& x, std::span<const int32_t> positions, double theta) override;
+  void Rope(Tensor& x, std::span<const int32_t> positions, const RopeSpec& rope) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void Add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -130,7 +130,7 @@ class FastCpuOps : public CpuOps {
   void QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows);
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
   const float* ToF32(const Tensor& t, std::vector<float>& dst);
-  void EnsureRopeTable(double theta, int64_t dim, int64_t max_pos);
+  void EnsureRopeTable(const RopeSpec& rope, int64_t max_pos);
   // Runs fn(n0, n1, thread) over ranges of the weight rows [0, n) that start at multiples of
   // `unit`, spread over the pool; `row_cost`: multiply-adds per weight row (T x K).
   template <class Fn>
@@ -164,8 +164,7 @@ class FastCpuOps : public CpuOps {
   static constexpr size_t kMaxLinearParts = 4;
   std::array<std::vector<float>, kMaxLinearParts> part_bias_;  // LinearMany's converted biases
   std::vector<float> norm_w_;
-  double rope_theta_ = 0;
-  int64_t rope_dim_ = 0;
+  RopeSpec rope_spec_;  // the table's
   int64_t rope_rows_ = 0;
   std::vector<float> rope_cos_, rope_sin_;  // [rope_rows_, dim / 2]
   std::vector<std::vector<float>> scores_;  // per thread

@@ -586,14 +586,24 @@ TEST_F(FastCpuOpsTest, RmsNormAndRopeMatchReference) {
     }
   }
   for (int64_t dim : {8, 64, 128}) {
-    Tensor x = Random(DType::kF32, {5, 3, dim});
-    Tensor y = Copy(x);
-    std::vector<int32_t> pos = {0, 7, 4095, 4096, 70000};
-    fast_.Rope(x, pos, 1e6);
-    ref_.Rope(y, pos, 1e6);
-    for (int64_t i = 0; i < x.numel(); ++i)
-      ASSERT_NEAR(x.data<float>()[i], y.data<float>()[i],
-                  1e-6 * (1 + std::fabs(y.data<float>()[i])));
+    // The fast op caches its cos/sin table: a spec that differs only in its scale or in one
+    // frequency, and the first one again, must each get their own table.
+    const RopeSpec plain = PlainRope(1e6, dim);
+    RopeSpec scaled = plain;
+    scaled.scale = 1.1386;
+    RopeSpec stretched = scaled;
+    stretched.inv_freq.back() /= 4;
+    for (const RopeSpec* rope :
+         std::initializer_list<const RopeSpec*>{&plain, &scaled, &stretched, &plain}) {
+      Tensor x = Random(DType::kF32, {5, 3, dim});
+      Tensor y = Copy(x);
+      std::vector<int32_t> pos = {0, 7, 4095, 4096, 70000};
+      fast_.Rope(x, pos, *rope);
+      ref_.Rope(y, pos, *rope);
+      for (int64_t i = 0; i < x.numel(); ++i)
+        ASSERT_NEAR(x.data<float>()[i], y.data<float>()[i],
+                    1e-6 * (1 + std::fabs(y.data<float>()[i])));
+    }
   }
 }
 

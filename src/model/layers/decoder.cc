@@ -4,6 +4,7 @@
 
 #include "base/logging.h"
 #include "model/layers/decoder_shard.h"
+#include "model/layers/rope_scaling.h"
 
 namespace xinfer {
 namespace {
@@ -18,6 +19,7 @@ class DecoderLM : public CausalLM {
             Backend& backend)
       : config_(std::move(config)),
         spec_(spec),
+        rope_(MakeRopeSpec(config_)),
         shard_(shard),
         w_(std::move(weights)),
         backend_(backend),
@@ -79,8 +81,8 @@ class DecoderLM : public CausalLM {
         ops.RmsNorm(q, lw.q_norm, eps, q);
         ops.RmsNorm(k, lw.k_norm, eps, k);
       }
-      ops.Rope(q, batch.positions, config_.rope_theta);
-      ops.Rope(k, batch.positions, config_.rope_theta);
+      ops.Rope(q, batch.positions, rope_);
+      ops.Rope(k, batch.positions, rope_);
       ops.WriteKvSlots(k, v, batch.slot_mapping, cache.k[l], cache.v[l]);
       ops.PagedAttention(q, cache.k[l], cache.v[l], paged, attn);
       ops.Linear(attn, lw.o_proj, OrNull(lw.o_bias), proj);
@@ -213,6 +215,7 @@ class DecoderLM : public CausalLM {
 
   ModelConfig config_;
   DecoderSpec spec_;
+  RopeSpec rope_;
   DecoderShard shard_;
   DecoderWeights w_;
   Backend& backend_;

@@ -20,6 +20,7 @@ std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_step
       c.prompt_logprobs.insert(c.prompt_logprobs.end(), o.prompt_logprobs.begin(),
                                o.prompt_logprobs.end());
       if (!o.embedding.empty()) c.embedding = o.embedding;
+      if (o.score) c.score = o.score;
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
       if (o.finished) {

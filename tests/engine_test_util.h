@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct Completed {
   std::vector<TokenLogprobs> logprobs;
   std::vector<TokenLogprobs> prompt_logprobs;
   std::vector<float> embedding;
+  std::optional<float> score;
 };
 
 // Steps `engine` until it is idle; returns every choice's accumulated output keyed by

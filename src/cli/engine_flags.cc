@@ -88,8 +88,9 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "(linear, dynamic, yarn, llama3)");
   cmd->add_option("--rope-theta", c->rope_theta, "RoPE base replacing config.json's rope_theta");
   cmd->add_option("--task", c->task,
-                  "auto (default: generate), generate, or embed: serve embeddings on "
-                  "/v1/embeddings (last-token pooling, as Qwen3-Embedding)");
+                  "auto (default: generate, or score for a sequence classification model), "
+                  "generate, embed: serve embeddings on /v1/embeddings (last-token pooling, as "
+                  "Qwen3-Embedding), or score: a reranker's /score and /rerank");
   // vLLM's newer spelling of --task embed.
   cmd->add_option_function<std::string>(
          "--runner",

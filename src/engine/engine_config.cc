@@ -114,9 +114,10 @@ Status EngineConfig::Validate() const {
   }
   if (generation_config.empty())
     return InvalidArgument("generation_config must be auto, vllm or a folder, got ''");
-  if (task != "auto" && task != "generate" && task != "embed")
+  if (task != "auto" && task != "generate" && task != "embed" && task != "score")
     return Unimplemented(
-        "task '{}' is not available: generate (text) or embed (embeddings, last-token pooling)",
+        "task '{}' is not available: generate (text), embed (embeddings, last-token pooling) or "
+        "score (a reranker's scores)",
         task);
   XI_RETURN_IF_ERROR(ParsePoolerConfig(pooler_config).status());
   if (device != "auto" && device != "cpu")
@@ -205,7 +206,7 @@ std::string EngineConfig::ToString() const {
       pipeline_parallel_size, data_parallel_size, device,
       seed.has_value() ? std::to_string(*seed) : "random", TokenizerPath(), generation_config,
       override_generation_config.empty() ? "none" : override_generation_config, max_logprobs,
-      embeds() ? "embed" : "generate", pooler_config.empty() ? "default" : pooler_config,
+      embeds() || scores() ? task : "generate", pooler_config.empty() ? "default" : pooler_config,
       hf_overrides.empty() && ConfigOverrides().empty() ? "none" : ConfigOverrides());
 }
 

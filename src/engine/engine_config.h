@@ -142,6 +142,10 @@ struct EngineConfig {
 
   bool bf16_activations() const { return dtype == "bfloat16"; }
   bool embeds() const { return task == "embed"; }
+  // "score": a sequence classification model (a reranker), each prompt's score from its last
+  // position's logits (ModelConfig::classifier_from_token), served on /score and /rerank. The
+  // engine resolves "auto" (and --runner pooling's "embed") to it for such a model.
+  bool scores() const { return task == "score"; }
   // pooler_config's "normalize" (true when absent); valid after Validate().
   bool PoolerNormalizes() const;
   // Where the tokenizer (and the chat template) come from.

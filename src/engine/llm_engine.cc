@@ -1,6 +1,7 @@
 #include "engine/llm_engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -155,6 +156,33 @@ Status TokenizeBadWords(const Tokenizer& tokenizer, SamplingParams& params) {
   return Status::Ok();
 }
 
+// A sequence classification model scores (vLLM runs it as a pooling model whatever the task
+// says but generate); its classifier tokens must each be one token of the vocabulary.
+Status ResolveScoring(EngineConfig& c, const ModelConfig& mc, const Tokenizer& tokenizer,
+                      std::array<int32_t, 2>& ids) {
+  if (!mc.is_classifier()) {
+    if (c.scores())
+      return InvalidArgument(
+          "task 'score' needs a sequence classification model ({} is not; a reranker kept as a "
+          "causal LM runs with --hf-overrides naming its architectures and "
+          "classifier_from_token)",
+          mc.architecture);
+    return Status::Ok();
+  }
+  if (c.task == "generate")
+    return InvalidArgument("{} scores text pairs: task 'generate' is not available for it",
+                           mc.architecture);
+  c.task = "score";
+  for (size_t i = 0; i < 2; ++i) {
+    const std::optional<int32_t> id = tokenizer.TokenToId(mc.classifier_from_token[i]);
+    if (!id || *id < 0 || *id >= mc.vocab_size)
+      return InvalidArgument("classifier_from_token '{}' is not a token of the vocabulary",
+                             mc.classifier_from_token[i]);
+    ids[i] = *id;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 LLMEngine::~LLMEngine() = default;
@@ -218,6 +246,7 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   }
   const ModelConfig& mc = engine->model_->config();
   XI_RETURN_IF_ERROR(CheckQuantization(c, mc));
+  XI_RETURN_IF_ERROR(ResolveScoring(c, mc, *engine->tokenizer_, engine->classifier_ids_));
   // The model's extra EOS ids whatever --generation-config says (they end its turns).
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
   XI_ASSIGN_OR_RETURN(engine->default_params_, SamplingDefaults(c, mc.vocab_size));
@@ -370,7 +399,7 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     return run;
   }
   const size_t num_scheduled = sched.scheduled.size();
-  if (config_.embeds()) return Pool(sched, std::move(outputs));
+  if (config_.embeds() || config_.scores()) return Pool(sched, std::move(outputs));
   std::vector<SequenceResult> results(num_scheduled);
   const int64_t vocab = model_->config().vocab_size;
   // Every sampled sequence's next token, on the backend's host threads: each sequence has its own
@@ -478,23 +507,31 @@ void NormalizeL2(std::span<float> v) {
 std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
                                            std::vector<RequestOutput> outputs) {
   // A pooling model's request ends with its prompt: the last position's hidden state (after the
-  // final norm) is its embedding; the scheduler sees a stop in place of a sampled token.
+  // final norm) is its embedding, or (a scoring model) its logits give the score; the scheduler
+  // sees a stop in place of a sampled token.
   const size_t num_scheduled = sched.scheduled.size();
   std::vector<SequenceResult> results(num_scheduled);
-  const int64_t hidden = model_->config().hidden_size;
+  const bool scores = config_.scores();
+  const int64_t width = scores ? model_->config().vocab_size : model_->config().hidden_size;
   std::unordered_map<std::string, size_t> out_index;
   for (size_t i = 0; i < num_scheduled; ++i) {
     const int row = runner_->sampling_index()[i];
     auto it = choices_.find(sched.scheduled[i].request_id);
     if (row < 0 || it == choices_.end()) continue;
     Choice& c = *it->second;
-    const float* h = runner_->logits().data<float>() + row * hidden;
+    const float* h = runner_->logits().data<float>() + row * width;
     RequestOutput out;
     out.request_id = c.request_id;
     out.index = c.index;
     out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
-    out.embedding.assign(h, h + hidden);
-    if (pooler_normalizes_) NormalizeL2(out.embedding);
+    if (scores) {
+      // softmax over (false, true), the true token's share, as vLLM's from_2_way_softmax.
+      const double margin = static_cast<double>(h[classifier_ids_[1]]) - h[classifier_ids_[0]];
+      out.score = static_cast<float>(1 / (1 + std::exp(-margin)));
+    } else {
+      out.embedding.assign(h, h + width);
+      if (pooler_normalizes_) NormalizeL2(out.embedding);
+    }
     out.finished = true;
     out.finish_reason = "stop";
     results[i].sampled_token = eos_token_ids_.empty() ? 0 : eos_token_ids_[0];

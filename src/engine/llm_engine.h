@@ -7,8 +7,10 @@
 // AsyncEngine, which serializes everything onto its own engine thread).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -52,6 +54,8 @@ struct RequestOutput {
   std::vector<TokenLogprobs> prompt_logprobs;
   // A pooling model's (EngineConfig::embeds): the request's embedding, in its one output.
   std::vector<float> embedding;
+  // A scoring model's (EngineConfig::scores): the prompt's score in [0, 1], in its one output.
+  std::optional<float> score;
   bool finished = false;
   std::string finish_reason;  // when finished: "stop", "length" or "abort"
   std::string stop_reason;    // the matched stop string or stop token id, if any
@@ -147,6 +151,8 @@ class LLMEngine {
   // Scheduler request id ("<id>" or "<id>/<index>") → choice state.
   ChoiceMap choices_;
   bool pooler_normalizes_ = true;  // EngineConfig::PoolerNormalizes, read once
+  // A scoring model's classifier tokens (ModelConfig::classifier_from_token): false, then true.
+  std::array<int32_t, 2> classifier_ids_{};
   // User id → its scheduler ids.
   std::unordered_map<std::string, std::vector<std::string>> requests_;
   std::vector<RequestOutput> pending_;  // aborted outputs to report at the next Step()

@@ -184,6 +184,22 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
     }
     c.is_matryoshka = true;
   }
+  if (c.architecture.ends_with("ForSequenceClassification")) {
+    const json* t = j.contains("classifier_from_token") ? &j["classifier_from_token"] : nullptr;
+    if (t == nullptr || t->is_null())
+      return Unimplemented(
+          "config.json: {} with its own score head is not supported; a reranker whose classifier "
+          "is two of its lm_head's tokens runs with 'classifier_from_token' (e.g. Qwen3-Reranker: "
+          "--hf-overrides '{{\"architectures\": [\"Qwen3ForSequenceClassification\"], "
+          "\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": "
+          "true}}')",
+          c.architecture);
+    if (!t->is_array() || t->size() != 2 || !(*t)[0].is_string() || !(*t)[1].is_string())
+      return InvalidArgument(
+          "config.json: 'classifier_from_token' must list two tokens (the false one, then the "
+          "true one)");
+    for (const json& token : *t) c.classifier_from_token.push_back(token.get<std::string>());
+  }
   if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
     const json& q = j["quantization_config"];
     XI_RETURN_IF_ERROR(

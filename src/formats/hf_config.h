@@ -57,6 +57,13 @@ struct ModelConfig {
   // matryoshka_dimensions): a request may ask for the first `dimensions` of an embedding.
   bool is_matryoshka = false;
   std::vector<int> matryoshka_dimensions;  // empty: any in [1, hidden_size]
+  // A *ForSequenceClassification architecture whose classifier is two rows of the lm_head, as
+  // vLLM runs the original Qwen3-Reranker (--hf-overrides '{"architectures":
+  // ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no", "yes"],
+  // "is_original_qwen3_reranker": true}'): the score is softmax over those two tokens' logits at
+  // the last position, the second's share (sigmoid(yes - no)).
+  std::vector<std::string> classifier_from_token{};
+  bool is_classifier() const { return !classifier_from_token.empty(); }
 };
 
 // The longest sequence the model supports, as vLLM derives it: max_position_embeddings, times the

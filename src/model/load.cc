@@ -17,6 +17,10 @@ const std::map<std::string, SpecFn>& Registry() {
       {"LlamaForCausalLM", &LlamaSpec},
       {"Qwen2ForCausalLM", &Qwen2Spec},
       {"Qwen3ForCausalLM", &Qwen3Spec},
+      // Rerankers kept as causal LMs, their classifier two lm_head rows (classifier_from_token).
+      {"LlamaForSequenceClassification", &LlamaSpec},
+      {"Qwen2ForSequenceClassification", &Qwen2Spec},
+      {"Qwen3ForSequenceClassification", &Qwen3Spec},
   };
   return registry;
 }

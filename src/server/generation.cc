@@ -5,6 +5,7 @@
 #include "server/errors.h"
 #include "server/responses.h"
 #include "server/responses_api.h"
+#include "server/score.h"
 
 namespace xinfer::server {
 
@@ -49,6 +50,8 @@ net::awaitable<void> HandleGeneration(HttpExchange& ex, AsyncEngine& engine,
     output = std::make_unique<ResponsesApiBuilder>(req);
   } else if (req.endpoint == Endpoint::kEmbeddings) {
     output = std::make_unique<EmbeddingsBuilder>(req);
+  } else if (req.endpoint == Endpoint::kScore || req.endpoint == Endpoint::kRerank) {
+    output = std::make_unique<ScoreBuilder>(req);
   } else {
     output = std::make_unique<ResponseBuilder>(req, engine.tokenizer());
   }

@@ -13,6 +13,7 @@
 #include "server/metrics.h"
 #include "server/request_log.h"
 #include "server/responses_api.h"
+#include "server/score.h"
 
 namespace xinfer::server {
 
@@ -192,7 +193,8 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   }
   const bool known_post = path == "/v1/chat/completions" || path == "/v1/completions" ||
                           path == "/v1/responses" || path == "/v1/embeddings" ||
-                          path == "/tokenize" || path == "/detokenize" || invocations;
+                          IsScorePath(path) || IsRerankPath(path) || path == "/tokenize" ||
+                          path == "/detokenize" || invocations;
   if (!known_post || !post) {
     const bool known_get = path == "/health" || path == "/version" || path == "/metrics" ||
                            path == "/v1/models" || path == "/ping";
@@ -230,25 +232,40 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   }
   const ProtocolContext ctx = Context();
   // One kind of model per server, as vLLM: a pooling model answers /v1/embeddings only, a
-  // generative one everything else.
-  const bool embeddings = path == "/v1/embeddings" ||
-                          (invocations && body.contains("input") && engine_->config().embeds());
-  if (embeddings != engine_->config().embeds()) {
+  // scoring model /score and /rerank only, a generative one everything else. /invocations goes
+  // by the server's kind.
+  const EngineConfig& served = engine_->config();
+  const bool embeddings =
+      path == "/v1/embeddings" || (invocations && body.contains("input") && served.embeds());
+  const bool rerank =
+      IsRerankPath(path) || (invocations && body.contains("query") && served.scores());
+  const bool score =
+      IsScorePath(path) || rerank || (invocations && body.contains("text_1") && served.scores());
+  if (embeddings != served.embeds() || score != served.scores()) {
     // (Built before the co_await: GCC 12 destroys a conditional's temporaries inside a co_await
     // expression twice.)
-    const std::string message =
-        embeddings ? std::string(
-                         "The model does not support the Embeddings API (serve a pooling "
-                         "model with --task embed)")
-                   : fmt::format(
-                         "The model serves embeddings (--task embed): {} is not "
-                         "available; use /v1/embeddings",
-                         path);
+    std::string message;
+    if (embeddings) {
+      message =
+          "The model does not support the Embeddings API (serve a pooling model with --task "
+          "embed)";
+    } else if (score) {
+      message =
+          "The model does not support the Score API (serve a sequence classification model, "
+          "e.g. a reranker)";
+    } else {
+      message = fmt::format("The model serves {} ({}): {} is not available; use {}",
+                            served.embeds() ? "embeddings" : "scores",
+                            served.embeds() ? "--task embed" : "a sequence classification model",
+                            path, served.embeds() ? "/v1/embeddings" : "/score or /rerank");
+    }
     co_await SendError(ex, MakeError(400, message));
     co_return;
   }
-  if (embeddings) {
-    StatusOr<GenerationRequest> parsed = ParseEmbeddingsRequest(body, ctx);
+  if (embeddings || score) {
+    StatusOr<GenerationRequest> parsed = embeddings ? ParseEmbeddingsRequest(body, ctx)
+                                         : rerank   ? ParseRerankRequest(body, ctx)
+                                                    : ParseScoreRequest(body, ctx);
     if (!parsed.ok()) {
       co_await RespondError(ex, parsed.status());
       co_return;

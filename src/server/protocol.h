@@ -46,7 +46,7 @@ struct ProtocolContext {
   bool normalize_embeddings = true;
 };
 
-enum class Endpoint { kChat, kCompletion, kResponses, kEmbeddings };
+enum class Endpoint { kChat, kCompletion, kResponses, kEmbeddings, kScore, kRerank };
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
@@ -80,6 +80,10 @@ struct GenerationRequest {
   std::string encoding_format = "float";
   int embedding_dimensions = 0;      // > 0: the first ones (matryoshka), renormalized
   bool normalize_embeddings = true;  // the engine's pooler normalizes
+  // /rerank: the documents (prompt i pairs the query with document i), and how many results
+  // (0: all).
+  std::vector<std::string> documents;
+  int top_n = 0;
 };
 
 // The error chat requests get when the model has no chat template.

@@ -1011,3 +1011,78 @@ describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
     }
   });
 });
+
+// A reranker kept as a causal LM, as vLLM serves the original Qwen3-Reranker: /score and the
+// Jina / Cohere style /rerank, each pair's score the model's "yes" share of ("no", "yes").
+describe('reranker (score / rerank)', { skip: skipUnless(QWEN) }, () => {
+  const reranker = JSON.stringify({ architectures: ['Qwen3ForSequenceClassification'],
+    classifier_from_token: ['no', 'yes'], is_original_qwen3_reranker: true });
+  test('/score and /rerank through the official client agree; other APIs are refused', async () => {
+    const srv = await startServer(QWEN, ['--hf-overrides', reranker]);
+    try {
+      const client = srv.client();
+      const query = 'What is the capital of China?';
+      const docs = ['The capital of China is Beijing.', 'Gravity pulls things down.', '北京', 'x'];
+      const score = await client.post('/score', { body: { model: 'test-model', text_1: query,
+        text_2: docs } });
+      assert.equal(score.object, 'list');
+      assert.match(score.id, /^score-/);
+      assert.deepEqual(score.data.map((d) => [d.index, d.object]), docs.map((_, i) => [i, 'score']));
+      const scores = score.data.map((d) => d.score);
+      for (const s of scores) assert.ok(s > 0 && s < 1, String(s));
+      assert.equal(new Set(scores).size, docs.length);
+      // N:N pairs and one pair at a time: the same scores; usage counts each pair's tokens.
+      const paired = await client.post('/score', { body: { text_1: docs.map(() => query),
+        text_2: docs } });
+      assert.deepEqual(paired.data.map((d) => d.score), scores);
+      const one = await client.post('/score', { body: { text_1: [query], text_2: docs[2] } });
+      assert.deepEqual(one.data.map((d) => d.score), [scores[2]]);
+      const tokens = async (text) =>
+        (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: text })).json.tokens.length;
+      assert.equal(one.usage.prompt_tokens, await tokens(query) + await tokens(docs[2]));
+      // /rerank: the documents by score, highest first, top_n of them.
+      const rerank = await client.post('/rerank', { body: { model: 'test-model', query,
+        documents: docs, top_n: 3 } });
+      assert.match(rerank.id, /^rerank-/);
+      const order = docs.map((_, i) => i).sort((a, b) => scores[b] - scores[a]).slice(0, 3);
+      assert.deepEqual(rerank.results.map((r) => r.index), order);
+      assert.deepEqual(rerank.results.map((r) => r.relevance_score), order.map((i) => scores[i]));
+      assert.deepEqual(rerank.results.map((r) => r.document.text), order.map((i) => docs[i]));
+      assert.equal(rerank.usage.total_tokens, score.usage.total_tokens);
+      for (const path of ['/rerank', '/v2/rerank']) {
+        const all = await raw(srv.baseURL, 'POST', path, { query, documents: docs });
+        assert.equal(all.status, 200, path);
+        assert.equal(all.json.results.length, docs.length);
+      }
+      const invoked = await raw(srv.baseURL, 'POST', '/invocations', { text_1: query, text_2: docs });
+      assert.deepEqual(invoked.json.data.map((d) => d.score), scores);
+      // One kind of model per server; bad inputs are 400s naming what is wrong.
+      for (const [path, body, message] of [
+        ['/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }] }, /serves scores/],
+        ['/v1/embeddings', { input: 'x' }, /does not support the Embeddings API/],
+        ['/score', { text_1: query }, /text_2 is required/],
+        ['/score', { text_1: 5, text_2: 'x' }, /text_1 must be a string or a list/],
+        ['/score', { text_1: ['a', 'b'], text_2: ['a', 'b', 'c'] }, /must pair 1:1, 1:N or N:N/],
+        ['/score', { text_1: 'a', text_2: [] }, /text_2 must be a string or a list of 1 to/],
+        ['/rerank', { documents: ['a'] }, /query must be a string/],
+        ['/rerank', { query: 'q', documents: ['a'], top_n: -1 }, /top_n must be a non-negative/],
+        ['/rerank', { query: 'q', documents: ['a'], model: 'other' }, /does not exist/]]) {
+        const res = await raw(srv.baseURL, 'POST', path, body);
+        assert.ok(res.status === 400 || res.status === 404, `${path} ${JSON.stringify(body)}`);
+        assert.match(res.json.error.message, message);
+      }
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+    const generative = await startServer(QWEN, []);
+    try {
+      for (const path of ['/score', '/v1/rerank']) {
+        const res = await raw(generative.baseURL, 'POST', path, { text_1: 'a', text_2: 'b' });
+        assert.equal(res.status, 400);
+        assert.match(res.json.error.message, /does not support the Score API/);
+      }
+    } finally {
+      assert.equal((await generative.stop()).code, 0);
+    }
+  });
+});

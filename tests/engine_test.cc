@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "engine_test_util.h"
+#include "moe_model_util.h"
 #include "sampling/gbnf.h"
 #include "test_util.h"
 
@@ -108,6 +109,53 @@ TEST_P(BatchInvarianceTest, BatchedEqualsAlone) {
       EXPECT_EQ(engine->stats().num_free_blocks, engine->stats().num_blocks);
     }
   }
+}
+
+// A mixture-of-experts model (random router, top 2 of 4 experts): which tokens share an expert
+// changes with the batch, a token's output must not. Sampled logprobs included.
+TEST(MoeEngineTest, BatchedEqualsAloneWithRandomRouting) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const std::filesystem::path dir = testing::WriteMoeModel(testing::MoeExperts::kSlices, 2,
+                                                           /*random_router=*/true, "engine");
+  EngineConfig base = BaseConfig("tiny-qwen3");
+  base.model = dir.string();
+  base.max_model_len = 512;
+  auto alone_engine = MakeEngine(base);
+  ASSERT_NE(alone_engine, nullptr);
+  const auto prompts = RandomPrompts(16, 1, 120, alone_engine->model_config().vocab_size, 99);
+  SamplingParams params = Greedy(6);
+  params.logprobs = 2;
+  std::vector<Completed> alone;
+  for (const auto& p : prompts) {
+    ASSERT_TRUE(alone_engine->AddRequest("r", {p, params}).ok());
+    alone.push_back(RunToCompletion(*alone_engine)["r/0"]);
+    ASSERT_EQ(alone.back().token_ids.size(), 6u);
+  }
+  EngineConfig c = base;
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 200;  // prompts split into chunks, decodes batched with prefills
+  auto engine = MakeEngine(c);
+  ASSERT_NE(engine, nullptr);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(engine->AddRequest(std::to_string(i), {prompts[i], params}).ok());
+  auto done = RunToCompletion(*engine);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Completed& b = done[std::to_string(i) + "/0"];
+    EXPECT_EQ(b.token_ids, alone[i].token_ids) << "prompt " << i;
+    ASSERT_EQ(b.logprobs.size(), alone[i].logprobs.size());
+    for (size_t k = 0; k < b.logprobs.size(); ++k)
+      EXPECT_EQ(b.logprobs[k].logprob, alone[i].logprobs[k].logprob) << i << " " << k;
+  }
+  // The experts are not split across tensor-parallel ranks: refused at startup, by name.
+  EngineConfig tp = base;
+  tp.tensor_parallel_size = 2;
+  tp.threads = 2;
+  auto refused = LLMEngine::Create(tp);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("experts are not split across ranks"),
+            std::string::npos)
+      << refused.status().ToString();
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(

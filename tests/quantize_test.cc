@@ -18,6 +18,7 @@
 #include "golden_util.h"
 #include "model/awq.h"
 #include "model/causal_lm.h"
+#include "moe_model_util.h"
 #include "test_util.h"
 
 namespace xinfer {
@@ -140,6 +141,32 @@ TEST(QuantizeAwqTest, TinyStoriesLogitsAndLayout) {
   }
   if (std::getenv("XINFER_KEEP_QUANTIZED") == nullptr) fs::remove_all(dst);
   fs::remove_all(dense);
+}
+
+// A Qwen3-MoE checkpoint whose experts are all the tiny Qwen3's MLP: quantized, its experts are
+// quantized exactly as the dense MLP is (the router stays dense), so the two AWQ models agree.
+TEST(QuantizeAwqTest, MixtureOfExpertsQuantizesEachExpertAndKeepsTheRouter) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const fs::path moe =
+      testing::WriteMoeModel(testing::MoeExperts::kIdentical, 2, /*random_router=*/true, "awq");
+  const std::string moe_awq = TempDir("moe-awq"), dense_awq = TempDir("dense-awq");
+  ASSERT_TRUE(QuantizeModelAwq(moe.string(), moe_awq, {.group_size = 32}).ok());
+  ASSERT_TRUE(
+      QuantizeModelAwq(testing::SharedDir() + "/models/tiny-qwen3", dense_awq, {.group_size = 32})
+          .ok());
+  auto store = WeightStore::OpenDir(moe_awq);
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE((*store)->Has("model.layers.0.mlp.experts.3.down_proj.qweight"));
+  EXPECT_FALSE((*store)->Has("model.layers.0.mlp.experts.3.down_proj.weight"));
+  EXPECT_TRUE((*store)->Has("model.layers.0.mlp.gate.weight"));
+  for (const auto& ids : std::vector<std::vector<int32_t>>{{9707, 11, 1879, 0}, {14990, 1879}}) {
+    auto a = LastLogits(moe_awq, ids), b = LastLogits(dense_awq, ids);
+    ASSERT_FALSE(a.empty() || b.empty());
+    EXPECT_LT(MaxAbsDiff(a, b), 1e-4);
+  }
+  fs::remove_all(moe);
+  fs::remove_all(moe_awq);
+  fs::remove_all(dense_awq);
 }
 
 TEST(QuantizeAwqTest, BadInputsLeaveNothingBehind) {

@@ -83,6 +83,11 @@ class Ops {
   // dst[:, dst_col : dst_col + src.dim(1)] = src (both 2-D F32 with the same rows): one rank's
   // columns of a result split across a tensor-parallel group (its vocabulary slice of the logits).
   virtual void CopyColumns(const Tensor& src, Tensor& dst, int64_t dst_col) = 0;
+  // Mixture-of-experts routing (2-D F32, rows of one width): dst[i, :] = src[rows[i], :] for
+  // each i; and dst[rows[i], :] += weights[i] * src[i, :], in order of i.
+  virtual void GatherRows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) = 0;
+  virtual void ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                              std::span<const float> weights, Tensor& dst) = 0;
   // Stores k, v [T, Hkv, D] (F32) into the paged caches [num_slots, Hkv, D] at rows slots[t].
   // The caches are F32, or BF16 (both alike; values rounded to nearest even).
   virtual void WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,

@@ -23,9 +23,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-// The projections AutoAWQ quantizes in Qwen2/Qwen3/Llama decoder layers.
+// The projections AutoAWQ quantizes in Qwen2/Qwen3/Llama decoder layers, and in Qwen3-MoE's
+// experts (its router, mlp.gate, stays dense).
 const std::regex kLinear(
-    R"(model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)\.weight)");
+    R"(model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(experts\.\d+\.)?(gate|up|down)_proj)\.weight)");
 
 // The nibble that holds output o % 8 within its int32 (inverse of kAwqOrder).
 constexpr int NibbleOf(int j) {

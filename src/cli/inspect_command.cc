@@ -179,6 +179,10 @@ int RunInspect(const InspectOptions& o) {
   PrintAttention(c);
   fmt::print("tied embeddings: {}  max_position_embeddings: {}\n",
              c.tie_word_embeddings ? "yes" : "no", c.max_position_embeddings);
+  if (c.is_moe())
+    fmt::print("experts: {} per sparse layer (intermediate {}), {} per token{}\n", c.num_experts,
+               c.moe_intermediate_size, c.num_experts_per_tok,
+               c.norm_topk_prob ? ", weights renormalized" : "");
   if (!c.quantization.method.empty())
     fmt::print("quantization: {} {}-bit group {}\n", c.quantization.method, c.quantization.bits,
                c.quantization.group_size);

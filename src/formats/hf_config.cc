@@ -103,6 +103,14 @@ Status ParseRopeScaling(const json& r, int max_position_embeddings, RopeScaling*
 
 }  // namespace
 
+bool ModelConfig::IsSparseLayer(int layer) const {
+  // As transformers' Qwen3MoeDecoderLayer decides it.
+  return is_moe() &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) ==
+             mlp_only_layers.end() &&
+         (layer + 1) % decoder_sparse_step == 0;
+}
+
 int DerivedMaxModelLen(const ModelConfig& c) {
   const RopeScaling& s = c.rope_scaling;
   double len = c.max_position_embeddings;
@@ -183,6 +191,29 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
       c.matryoshka_dimensions.push_back(x.get<int>());
     }
     c.is_matryoshka = true;
+  }
+  if (c.architecture == "Qwen3MoeForCausalLM") {
+    XI_RETURN_IF_ERROR(GetInt(j, "num_experts", true, &c.num_experts));
+    XI_RETURN_IF_ERROR(GetInt(j, "num_experts_per_tok", true, &c.num_experts_per_tok));
+    XI_RETURN_IF_ERROR(GetInt(j, "moe_intermediate_size", true, &c.moe_intermediate_size));
+    XI_RETURN_IF_ERROR(GetInt(j, "decoder_sparse_step", false, &c.decoder_sparse_step));
+    if (c.num_experts_per_tok > c.num_experts)
+      return InvalidArgument("config.json: num_experts_per_tok {} exceeds num_experts {}",
+                             c.num_experts_per_tok, c.num_experts);
+    if (j.contains("norm_topk_prob") && !j["norm_topk_prob"].is_null()) {
+      if (!j["norm_topk_prob"].is_boolean())
+        return InvalidArgument("config.json: 'norm_topk_prob' must be a boolean");
+      c.norm_topk_prob = j["norm_topk_prob"].get<bool>();
+    }
+    if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+      if (!j["mlp_only_layers"].is_array())
+        return InvalidArgument("config.json: 'mlp_only_layers' must be a list of layer indices");
+      for (const json& x : j["mlp_only_layers"]) {
+        if (!x.is_number_integer())
+          return InvalidArgument("config.json: 'mlp_only_layers' must be a list of layer indices");
+        c.mlp_only_layers.push_back(x.get<int>());
+      }
+    }
   }
   if (c.architecture.ends_with("ForSequenceClassification")) {
     const json* t = j.contains("classifier_from_token") ? &j["classifier_from_token"] : nullptr;

@@ -47,6 +47,18 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   int max_position_embeddings = 0;
+  // Mixture of experts (Qwen3MoeForCausalLM): each sparse layer's MLP is `num_experts` SwiGLU
+  // experts of moe_intermediate_size, num_experts_per_tok of them per token by the router's
+  // softmax (renormalized over those when norm_topk_prob). Layers in mlp_only_layers, and all but
+  // every decoder_sparse_step-th, keep a dense MLP of intermediate_size. 0 experts: dense model.
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int decoder_sparse_step = 1;
+  std::vector<int> mlp_only_layers{};
+  bool is_moe() const { return num_experts > 0; }
+  bool IsSparseLayer(int layer) const;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v (and o for Llama) biases
   std::string torch_dtype;      // as stored: "bfloat16", "float32", ...

@@ -400,5 +400,41 @@ TEST(HfConfigTest, RopeScalingAndTheLengthItGives) {
   }
 }
 
+// Qwen3-MoE's expert settings, and which layers are sparse (transformers' rule).
+TEST(HfConfigTest, Qwen3MoeExperts) {
+  std::string text = kQwen3Config;
+  text.replace(text.find("Qwen3ForCausalLM"), 16, "Qwen3MoeForCausalLM");
+  const auto parse = [&](const std::string& fields) {
+    std::string t = text;
+    t.insert(t.size() - 1, ", " + fields);
+    return ParseHfConfig(t);
+  };
+  auto c = parse(R"("num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+      "norm_topk_prob": true, "decoder_sparse_step": 2, "mlp_only_layers": [3])");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->is_moe());
+  EXPECT_EQ(c->num_experts_per_tok, 8);
+  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_FALSE(c->IsSparseLayer(0));  // every 2nd layer: 1, 3, 5, ... but not 3
+  EXPECT_TRUE(c->IsSparseLayer(1));
+  EXPECT_FALSE(c->IsSparseLayer(3));
+  EXPECT_TRUE(c->IsSparseLayer(5));
+  EXPECT_FALSE(ParseHfConfig(kQwen3Config).value().is_moe());
+  for (const auto& [fields, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"("num_experts_per_tok": 8, "moe_intermediate_size": 768)", "missing 'num_experts'"},
+           {R"("num_experts": 4, "num_experts_per_tok": 8, "moe_intermediate_size": 768)",
+            "num_experts_per_tok 8 exceeds num_experts 4"},
+           {R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8,
+               "norm_topk_prob": 1)",
+            "'norm_topk_prob' must be a boolean"},
+           {R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8,
+               "mlp_only_layers": [0.5])",
+            "'mlp_only_layers' must be a list of layer indices"}}) {
+    auto bad = parse(fields);
+    ASSERT_FALSE(bad.ok()) << fields;
+    EXPECT_NE(bad.status().message().find(needle), std::string::npos) << bad.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace xinfer

@@ -17,6 +17,7 @@ const std::map<std::string, SpecFn>& Registry() {
       {"LlamaForCausalLM", &LlamaSpec},
       {"Qwen2ForCausalLM", &Qwen2Spec},
       {"Qwen3ForCausalLM", &Qwen3Spec},
+      {"Qwen3MoeForCausalLM", &Qwen3Spec},  // Qwen3's attention; sparse MLPs (decoder.cc)
       // Rerankers kept as causal LMs, their classifier two lm_head rows (classifier_from_token).
       {"LlamaForSequenceClassification", &LlamaSpec},
       {"Qwen2ForSequenceClassification", &Qwen2Spec},

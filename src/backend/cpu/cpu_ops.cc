@@ -162,6 +162,32 @@ void CpuOps::CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) {
               src.size_bytes());
 }
 
+void CpuOps::GatherRows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) {
+  XI_CHECK(src.dtype() == DType::kF32 && dst.dtype() == DType::kF32);
+  XI_CHECK(src.rank() == 2 && dst.rank() == 2 && src.dim(1) == dst.dim(1));
+  XI_CHECK(static_cast<int64_t>(rows.size()) <= dst.dim(0));
+  const int64_t n = src.dim(1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    XI_CHECK(rows[i] >= 0 && rows[i] < src.dim(0));
+    std::memcpy(dst.data<float>() + i * n, src.data<float>() + rows[i] * n, n * sizeof(float));
+  }
+}
+
+void CpuOps::ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                            std::span<const float> weights, Tensor& dst) {
+  XI_CHECK(src.dtype() == DType::kF32 && dst.dtype() == DType::kF32);
+  XI_CHECK(src.rank() == 2 && dst.rank() == 2 && src.dim(1) == dst.dim(1));
+  XI_CHECK(rows.size() == weights.size() && static_cast<int64_t>(rows.size()) <= src.dim(0));
+  const int64_t n = src.dim(1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    XI_CHECK(rows[i] >= 0 && rows[i] < dst.dim(0));
+    const float* s = src.data<float>() + i * n;
+    float* d = dst.data<float>() + rows[i] * n;
+    const float w = weights[i];
+    for (int64_t j = 0; j < n; ++j) d[j] += w * s[j];
+  }
+}
+
 void CpuOps::CopyColumns(const Tensor& src, Tensor& dst, int64_t dst_col) {
   XI_CHECK(src.dtype() == DType::kF32 && dst.dtype() == DType::kF32);
   XI_CHECK(src.rank() == 2 && dst.rank() == 2 && src.dim(0) == dst.dim(0));

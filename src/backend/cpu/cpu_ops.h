@@ -33,6 +33,9 @@ class CpuOps : public Ops {
   void Add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void CopyRows(const Tensor& src, Tensor& dst, int64_t dst_row) override;
   void CopyColumns(const Tensor& src, Tensor& dst, int64_t dst_col) override;
+  void GatherRows(const Tensor& src, std::span<const int32_t> rows, Tensor& dst) override;
+  void ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                      std::span<const float> weights, Tensor& dst) override;
   void WriteKvSlots(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
                     Tensor& k_cache, Tensor& v_cache) override;
   void PagedAttention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

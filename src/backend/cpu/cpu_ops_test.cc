@@ -120,6 +120,27 @@ TEST_F(CpuOpsTest, RopeRotateHalf) {
       }
 }
 
+// Mixture-of-experts routing: rows gathered by index, and weighted rows added back in order.
+TEST_F(CpuOpsTest, GatherAndScatterAddRows) {
+  Tensor src = Random(DType::kF32, {4, 3});
+  Tensor gathered = backend_->NewTensor(DType::kF32, {3, 3});
+  const std::vector<int32_t> rows = {2, 0, 2};
+  ops_.GatherRows(src, rows, gathered);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      EXPECT_EQ(gathered.data<float>()[i * 3 + j], At(src, rows[i] * 3 + j));
+  Tensor dst = backend_->NewTensor(DType::kF32, {4, 3});
+  for (int64_t i = 0; i < 12; ++i) dst.data<float>()[i] = 1.f;
+  const std::vector<float> weights = {0.5f, 2.f, 0.25f};
+  ops_.ScatterAddRows(gathered, rows, weights, dst);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_FLOAT_EQ(dst.data<float>()[0 * 3 + j], 1.f + 2.f * At(src, j));
+    EXPECT_FLOAT_EQ(dst.data<float>()[1 * 3 + j], 1.f);  // untouched
+    EXPECT_FLOAT_EQ(dst.data<float>()[2 * 3 + j],
+                    1.f + 0.5f * At(src, 6 + j) + 0.25f * At(src, 6 + j));
+  }
+}
+
 // Two sequences with scattered, non-contiguous blocks; the reference reads the same keys from
 // dense per-sequence arrays.
 TEST_F(CpuOpsTest, PagedGqaAttentionMatchesDense) {

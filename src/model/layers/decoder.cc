@@ -1,9 +1,11 @@
 #include "model/layers/decoder.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/logging.h"
 #include "model/layers/decoder_shard.h"
+#include "model/layers/moe.h"
 #include "model/layers/rope_scaling.h"
 
 namespace xinfer {
@@ -89,11 +91,15 @@ class DecoderLM : public CausalLM {
       AllReduce(proj);
       ops.Add(x, proj, x);
       ops.RmsNorm(x, lw.post_attention_norm, eps, normed);
-      const Ops::LinearOut gate_up[] = {{&lw.gate_proj, nullptr, &gate},
-                                        {&lw.up_proj, nullptr, &up}};
-      ops.LinearMany(normed, gate_up);
-      ops.SiluMul(gate, up, gate);
-      ops.Linear(gate, lw.down_proj, nullptr, proj);
+      if (lw.sparse()) {
+        Experts(ops, normed, lw, proj);
+      } else {
+        const Ops::LinearOut gate_up[] = {{&lw.gate_proj, nullptr, &gate},
+                                          {&lw.up_proj, nullptr, &up}};
+        ops.LinearMany(normed, gate_up);
+        ops.SiluMul(gate, up, gate);
+        ops.Linear(gate, lw.down_proj, nullptr, proj);
+      }
       AllReduce(proj);
       ops.Add(x, proj, x);
     }
@@ -124,12 +130,42 @@ class DecoderLM : public CausalLM {
   }
 
  private:
+  // A sparse layer's MLP: the router picks each token's experts (on the host, as the sampler reads
+  // logits), each expert runs its tokens' rows, and `out` sums their outputs by the routing
+  // weights, per token in expert order (so a token's result does not depend on its batch).
+  void Experts(Ops& ops, const Tensor& normed, const DecoderLayerWeights& lw, Tensor& out) {
+    const int64_t t = normed.dim(0);
+    Tensor logits = arena_.router.Slice0(0, t);
+    ops.Linear(normed, lw.router, nullptr, logits);
+    RouteTokens({logits.data<float>(), static_cast<size_t>(logits.numel())}, config_.num_experts,
+                config_.num_experts_per_tok, config_.norm_topk_prob, routing_);
+    std::memset(out.raw(), 0, out.size_bytes());
+    for (int e = 0; e < config_.num_experts; ++e) {
+      const int32_t b = routing_.begin[e], n = routing_.begin[e + 1] - b;
+      if (n == 0) continue;
+      const std::span<const int32_t> rows(routing_.tokens.data() + b, n);
+      Tensor xe = arena_.expert_x.Slice0(0, n);
+      Tensor gate = arena_.expert_gate.Slice0(0, n);
+      Tensor up = arena_.expert_up.Slice0(0, n);
+      Tensor ye = arena_.expert_out.Slice0(0, n);
+      ops.GatherRows(normed, rows, xe);
+      const ExpertWeights& ew = lw.experts[e];
+      const Ops::LinearOut gate_up[] = {{&ew.gate_proj, nullptr, &gate},
+                                        {&ew.up_proj, nullptr, &up}};
+      ops.LinearMany(xe, gate_up);
+      ops.SiluMul(gate, up, gate);
+      ops.Linear(gate, ew.down_proj, nullptr, ye);
+      ops.ScatterAddRows(ye, rows, {routing_.weights.data() + b, static_cast<size_t>(n)}, out);
+    }
+  }
+
   // Activations of one step, sized for `capacity` tokens. Allocated when the model is built and
   // regrown only when a step has more tokens than any before (the first long prefill), so the
   // steady state allocates no activation memory: Forward only takes views of these.
   struct Arena {
     int64_t capacity = 0;
     Tensor x, normed, q, k, v, attn, proj, gate, up, picked;
+    Tensor router, expert_x, expert_gate, expert_up, expert_out;  // mixture-of-experts models
   };
   static constexpr int64_t kInitialArenaTokens = 256;
 
@@ -151,6 +187,14 @@ class DecoderLM : public CausalLM {
     arena_.gate = backend_.NewTensor(DType::kF32, {cap, shard_.intermediate});
     arena_.up = backend_.NewTensor(DType::kF32, {cap, shard_.intermediate});
     arena_.picked = backend_.NewTensor(DType::kF32, {cap, h});
+    if (config_.is_moe()) {
+      const int64_t e = config_.moe_intermediate_size;
+      arena_.router = backend_.NewTensor(DType::kF32, {cap, config_.num_experts});
+      arena_.expert_x = backend_.NewTensor(DType::kF32, {cap, h});
+      arena_.expert_gate = backend_.NewTensor(DType::kF32, {cap, e});
+      arena_.expert_up = backend_.NewTensor(DType::kF32, {cap, e});
+      arena_.expert_out = backend_.NewTensor(DType::kF32, {cap, h});
+    }
     if (!shard_.whole() && zero_row_.empty()) zero_row_ = backend_.NewTensor(DType::kF32, {1, h});
   }
 
@@ -221,6 +265,7 @@ class DecoderLM : public CausalLM {
   Backend& backend_;
   size_t weight_bytes_ = 0;
   int64_t num_parameters_ = 0;
+  MoeRouting routing_;  // the sparse layers' scratch, reused
   Arena arena_;
   Tensor zero_row_;                 // [1, hidden] zeros (shards only)
   Tensor local_logits_;             // a shard's vocabulary slice of the sampled rows' logits

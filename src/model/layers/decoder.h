@@ -21,21 +21,36 @@ struct DecoderSpec {
   bool qk_norm = false;   // Qwen3: RMSNorm over each head of q and k before RoPE
 };
 
+// One SwiGLU MLP of a mixture-of-experts layer.
+struct ExpertWeights {
+  Weight gate_proj, up_proj, down_proj;
+};
+
 // Projections and the embedding table are Weights: dense or quantized (tensor/quant.h).
 struct DecoderLayerWeights {
   Tensor input_norm, post_attention_norm;
   Weight q_proj, k_proj, v_proj, o_proj;
   Tensor q_bias, k_bias, v_bias, o_bias;  // empty when absent
   Tensor q_norm, k_norm;                  // empty when absent
-  Weight gate_proj, up_proj, down_proj;
+  Weight gate_proj, up_proj, down_proj;   // the dense MLP; empty in a sparse (MoE) layer
+  Weight router;                          // a sparse layer's [num_experts, hidden] gate
+  std::vector<ExpertWeights> experts;     // a sparse layer's; empty in a dense one
 
-  // The seven projections, and the vectors (norm weights and biases, some empty), in one place
-  // for the passes that visit every weight.
-  std::array<Weight*, 7> projections() {
-    return {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj};
+  bool sparse() const { return !experts.empty(); }
+  // Every projection (the seven, then the router and the experts'), and the vectors (norm
+  // weights and biases, some empty), in one place for the passes that visit every weight.
+  std::vector<Weight*> projections() {
+    std::vector<Weight*> p = {&q_proj,    &k_proj,  &v_proj,    &o_proj,
+                              &gate_proj, &up_proj, &down_proj, &router};
+    for (ExpertWeights& e : experts) p.insert(p.end(), {&e.gate_proj, &e.up_proj, &e.down_proj});
+    return p;
   }
-  std::array<const Weight*, 7> projections() const {
-    return {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj};
+  std::vector<const Weight*> projections() const {
+    std::vector<const Weight*> p = {&q_proj,    &k_proj,  &v_proj,    &o_proj,
+                                    &gate_proj, &up_proj, &down_proj, &router};
+    for (const ExpertWeights& e : experts)
+      p.insert(p.end(), {&e.gate_proj, &e.up_proj, &e.down_proj});
+    return p;
   }
   std::array<Tensor*, 8> vectors() {
     return {&input_norm, &post_attention_norm, &q_bias, &k_bias, &v_bias, &o_bias, &q_norm,

@@ -32,6 +32,11 @@ StatusOr<DecoderShard> PlanDecoderShard(const ModelConfig& config, const Decoder
   s.rank = rank;
   s.size = size;
   if (size == 1) return s;
+  if (config.is_moe())
+    return InvalidArgument(
+        "tensor_parallel_size {}: {}'s experts are not split across ranks; serve it with "
+        "tensor_parallel_size 1 (replicas: --data-parallel-size)",
+        size, config.architecture);
   const int64_t hq = config.num_attention_heads, hkv = config.num_key_value_heads;
   if (hq % size != 0)
     return InvalidArgument("tensor_parallel_size {} must divide the model's {} attention heads",

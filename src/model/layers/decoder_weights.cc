@@ -216,9 +216,23 @@ StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const Mode
       XI_RETURN_IF_ERROR(Load(store, p + "self_attn.q_norm.weight", {d}, &lw.q_norm));
       XI_RETURN_IF_ERROR(Load(store, p + "self_attn.k_norm.weight", {d}, &lw.k_norm));
     }
-    XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.gate_proj", {i_size, h}, awq, &lw.gate_proj));
-    XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.up_proj", {i_size, h}, awq, &lw.up_proj));
-    XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.down_proj", {h, i_size}, awq, &lw.down_proj));
+    if (!c.IsSparseLayer(l)) {
+      XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.gate_proj", {i_size, h}, awq, &lw.gate_proj));
+      XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.up_proj", {i_size, h}, awq, &lw.up_proj));
+      XI_RETURN_IF_ERROR(LoadProj(store, p + "mlp.down_proj", {h, i_size}, awq, &lw.down_proj));
+      continue;
+    }
+    // A sparse layer: the router (kept dense by AWQ, as its modules_to_not_convert lists it) and
+    // the experts, mlp.experts.E.{gate,up,down}_proj.
+    const int64_t e_size = c.moe_intermediate_size;
+    XI_RETURN_IF_ERROR(LoadDense(store, p + "mlp.gate.weight", {c.num_experts, h}, &lw.router));
+    for (int e = 0; e < c.num_experts; ++e) {
+      const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
+      ExpertWeights& ew = lw.experts.emplace_back();
+      XI_RETURN_IF_ERROR(LoadProj(store, x + "gate_proj", {e_size, h}, awq, &ew.gate_proj));
+      XI_RETURN_IF_ERROR(LoadProj(store, x + "up_proj", {e_size, h}, awq, &ew.up_proj));
+      XI_RETURN_IF_ERROR(LoadProj(store, x + "down_proj", {h, e_size}, awq, &ew.down_proj));
+    }
   }
   return w;
 }

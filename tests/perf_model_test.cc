@@ -100,5 +100,38 @@ TEST(PerfModelTest, Bf16WeightsCountTwoBytesPerConvertedElement) {
   std::filesystem::remove_all(dir);
 }
 
+// A mixture-of-experts model holds every expert but a token reads (and multiplies by) only the
+// ones it is routed to: 2 of 8 here.
+TEST(PerfModelTest, ExpertsCountTheRoutedShareOfWhatDecodeReads) {
+  const std::string dir = ::testing::TempDir() + "/perf_model_moe";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::vector<TensorSpec> specs = {{"model.embed_tokens.weight", DType::kBF16, {16, 8}},
+                                   {"model.layers.0.self_attn.q_proj.weight", DType::kBF16, {8, 8}},
+                                   {"model.layers.0.mlp.gate.weight", DType::kBF16, {8, 8}}};
+  for (int e = 0; e < 8; ++e)
+    specs.push_back({"model.layers.0.mlp.experts." + std::to_string(e) + ".down_proj.weight",
+                     DType::kBF16,
+                     {8, 4}});
+  ASSERT_TRUE(WriteSafetensors(
+                  dir, specs,
+                  [](const TensorSpec& spec, int64_t, int64_t count, uint8_t* out) {
+                    std::memset(out, 0, count * DTypeSize(spec.dtype));
+                  },
+                  1ull << 30)
+                  .ok());
+  std::ofstream(dir + "/config.json")
+      << R"({"hidden_size": 8, "vocab_size": 16, "num_hidden_layers": 1,
+             "num_attention_heads": 2, "num_experts": 8, "num_experts_per_tok": 2})";
+  auto cost = ComputeModelCost(dir);
+  ASSERT_TRUE(cost.ok()) << cost.status().ToString();
+  // Held: table 256, q_proj 128, router 128, experts 8 x 64.
+  EXPECT_EQ(cost->weight_bytes, 256u + 128u + 128u + 8 * 64u);
+  // Read per token: the same but 2 of the 8 experts.
+  EXPECT_EQ(cost->decode_read_bytes, 256u + 128u + 128u + 2 * 64u);
+  EXPECT_DOUBLE_EQ(cost->linear_flops, 2.0 * 64 + 2 * 2.0 * 32);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace xinfer

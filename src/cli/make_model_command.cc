@@ -24,6 +24,7 @@ struct Preset {
   int vocab, hidden, intermediate, layers, heads, kv_heads, head_dim, max_pos;
   bool tied;
   double rope_theta;
+  int experts = 0, experts_per_tok = 0, moe_intermediate = 0;  // mixture of experts; 0: dense
 };
 
 // Shapes of the public checkpoints (config.json of each), plus a tiny demo for `make serve`.
@@ -38,6 +39,8 @@ constexpr Preset kPresets[] = {
      1e6},
     {"qwen3-8b", "Qwen3ForCausalLM", "qwen3", 151936, 4096, 12288, 36, 32, 8, 128, 40960, false,
      1e6},
+    {"qwen3-30b-a3b", "Qwen3MoeForCausalLM", "qwen3_moe", 151936, 2048, 6144, 48, 32, 4, 128, 40960,
+     false, 1e6, 128, 8, 768},
     {"demo", "Qwen3ForCausalLM", "qwen3", 151936, 64, 192, 2, 4, 2, 32, 4096, true, 1e6},
 };
 
@@ -82,7 +85,7 @@ std::vector<TensorSpec> Tensors(const Preset& p, DType dt) {
   const int64_t h = p.hidden, q = static_cast<int64_t>(p.heads) * p.head_dim,
                 kv = static_cast<int64_t>(p.kv_heads) * p.head_dim, i = p.intermediate;
   const bool qwen2 = std::string(p.model_type) == "qwen2";
-  const bool qwen3 = std::string(p.model_type) == "qwen3";
+  const bool qwen3 = std::string(p.model_type).starts_with("qwen3");
   std::vector<TensorSpec> t = {{"model.embed_tokens.weight", dt, {p.vocab, h}}};
   for (int l = 0; l < p.layers; ++l) {
     const std::string s = fmt::format("model.layers.{}.", l);
@@ -101,6 +104,17 @@ std::vector<TensorSpec> Tensors(const Preset& p, DType dt) {
     }
     t.push_back({s + "self_attn.o_proj.weight", dt, {h, q}});
     t.push_back({s + "post_attention_layernorm.weight", dt, {h}});
+    if (p.experts > 0) {
+      const int64_t m = p.moe_intermediate;
+      t.push_back({s + "mlp.gate.weight", dt, {p.experts, h}});
+      for (int e = 0; e < p.experts; ++e) {
+        const std::string x = fmt::format("{}mlp.experts.{}.", s, e);
+        t.push_back({x + "gate_proj.weight", dt, {m, h}});
+        t.push_back({x + "up_proj.weight", dt, {m, h}});
+        t.push_back({x + "down_proj.weight", dt, {h, m}});
+      }
+      continue;
+    }
     t.push_back({s + "mlp.gate_proj.weight", dt, {i, h}});
     t.push_back({s + "mlp.up_proj.weight", dt, {i, h}});
     t.push_back({s + "mlp.down_proj.weight", dt, {h, i}});
@@ -144,7 +158,7 @@ int RunMakeModel(const MakeModelOptions& o) {
       if (ec) return ReportError(InvalidArgument("cannot copy {}: {}", src.string(), ec.message()));
     }
   }
-  const bool qwen3 = std::string(p.model_type) == "qwen3";
+  const bool qwen3 = std::string(p.model_type).starts_with("qwen3");
   ordered_json config = {
       {"architectures", {p.architecture}},
       {"model_type", p.model_type},
@@ -165,6 +179,14 @@ int RunMakeModel(const MakeModelOptions& o) {
       {"eos_token_id", qwen3 ? 151645 : 151643},
       {"xinfer_generated", {{"preset", p.name}, {"seed", o.seed}, {"weights", "random"}}}};
   if (std::string(p.name) == "demo") config["xinfer_demo_model"] = true;
+  if (p.experts > 0) {
+    config["num_experts"] = p.experts;
+    config["num_experts_per_tok"] = p.experts_per_tok;
+    config["moe_intermediate_size"] = p.moe_intermediate;
+    config["norm_topk_prob"] = true;
+    config["decoder_sparse_step"] = 1;
+    config["mlp_only_layers"] = ordered_json::array();
+  }
   std::ofstream(fs::path(o.out) / "config.json") << config.dump(2) << "\n";
   auto tensors = Tensors(p, dt);
   int64_t params = 0;

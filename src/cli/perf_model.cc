@@ -112,9 +112,15 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
   const int64_t layers = c.value("num_hidden_layers", 0), heads = c.value("num_attention_heads", 0);
   const int64_t kv_heads = c.value("num_key_value_heads", heads);
   const int64_t head_dim = c.value("head_dim", heads > 0 ? hidden / heads : 0);
+  // A mixture-of-experts model reads (and multiplies by) the experts a token is routed to: on
+  // average num_experts_per_tok of num_experts of each sparse layer's.
+  const int64_t experts = c.value("num_experts", 0),
+                experts_per_tok = c.value("num_experts_per_tok", 0);
+  const double routed = experts > 0 ? static_cast<double>(experts_per_tok) / experts : 1.0;
   bool has_lm_head = false;
   size_t embed_bytes = 0;
   for (const std::string& name : store->Names()) {
+    const double active = name.find(".mlp.experts.") != std::string::npos ? routed : 1.0;
     const TensorInfo* info = store->Find(name);
     const bool dense_matrix = EndsWith(name, "_proj.weight") || name == "lm_head.weight" ||
                               name == "model.embed_tokens.weight";
@@ -130,19 +136,20 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
     if (kv_proj && !EndsWith(name, "_proj.scales") && !EndsWith(name, "_proj.qzeros"))
       cost.kv_proj_bytes += bytes;
     if (EndsWith(name, "_proj.weight")) {
-      cost.linear_flops += 2.0 * static_cast<double>(NumElements(info->shape));
-      cost.decode_read_bytes += bytes;
+      cost.linear_flops += active * 2.0 * static_cast<double>(NumElements(info->shape));
+      cost.decode_read_bytes += static_cast<size_t>(active * static_cast<double>(bytes));
       cost.dtype = DTypeName(converted ? DType::kBF16 : info->dtype);
     } else if (EndsWith(name, "_proj.qweight") && info->shape.size() == 2) {
       // AWQ: int32 [in, out / 8]. The loader repacks to one byte per two weights plus an F32
       // scale and an F32 zero per group (model/awq.cc): that is what decode reads.
       const double params = 8.0 * static_cast<double>(NumElements(info->shape));
-      cost.linear_flops += 2.0 * params;
-      cost.decode_read_bytes += info->size;
+      cost.linear_flops += active * 2.0 * params;
+      cost.decode_read_bytes += static_cast<size_t>(active * static_cast<double>(info->size));
       const std::string base = name.substr(0, name.size() - std::string("qweight").size());
       if (const TensorInfo* scales = store->Find(base + "scales")) {
         const size_t scale_and_zero_bytes = static_cast<size_t>(NumElements(scales->shape)) * 8;
-        cost.decode_read_bytes += scale_and_zero_bytes;
+        cost.decode_read_bytes +=
+            static_cast<size_t>(active * static_cast<double>(scale_and_zero_bytes));
         cost.weight_bytes += scale_and_zero_bytes;
         if (kv_proj) cost.kv_proj_bytes += scale_and_zero_bytes;
       }

@@ -12,10 +12,12 @@
 namespace xinfer {
 
 struct ModelCost {
-  size_t weight_bytes = 0;        // all tensors as held (stored, converted to BF16, AWQ repacked)
-  size_t decode_read_bytes = 0;   // weights one decode step reads: projections, lm_head, norms
-  double linear_flops = 0;        // 2 x projection parameters (per token, every row)
-  double lm_head_flops = 0;       // 2 x vocab x hidden (per sampled row)
+  size_t weight_bytes = 0;  // all tensors as held (stored, converted to BF16, AWQ repacked)
+  // Weights one decode step of one sequence reads: projections (of a mixture-of-experts model,
+  // the routed share of the experts'), lm_head, norms.
+  size_t decode_read_bytes = 0;
+  double linear_flops = 0;   // 2 x projection parameters (per token, every row; routed experts)
+  double lm_head_flops = 0;  // 2 x vocab x hidden (per sampled row)
   double attn_flops_per_ctx = 0;  // 4 x layers x heads x head_dim (per token per context token)
   size_t kv_bytes_per_token = 0;  // K and V of all layers in the KV cache's dtype
   std::string dtype;              // dtype of the projection weights ("BF16", "F32", ...)

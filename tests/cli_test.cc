@@ -755,6 +755,13 @@ TEST(CliTest, VllmRopeScalingFlags) {
       RunXinfer("plan " + qwen3 + " --json --hf-overrides '{\"max_position_embeddings\": 64}'");
   ASSERT_EQ(plan_overrides.exit_code, 0) << plan_overrides.err;
   EXPECT_EQ(json::parse(plan_overrides.out)["max_model_len"].get<int>(), 64);
+  if (testing::HaveShared("models/tiny-qwen3-bf16.gguf")) {  // no config.json to override
+    RunResult gguf = RunXinfer("plan " + Model("tiny-qwen3-bf16.gguf") + yarn);
+    EXPECT_EQ(gguf.exit_code, 1);
+    EXPECT_NE(gguf.err.find("hf_overrides apply to a Hugging Face folder's config.json"),
+              std::string::npos)
+        << gguf.err;
+  }
 
   const std::string story = "generate --model " + Model("tinystories-656k") +
                             " --prompt-ids 1,400 --max-tokens 12 --temperature 0 --json";

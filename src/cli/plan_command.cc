@@ -17,9 +17,8 @@
 #include "cli/perf_model.h"
 #include "engine/gguf_tokenizer_loader.h"
 #include "engine/kv_cache_sizing.h"
-#include "formats/gguf.h"
 #include "formats/hf_config.h"
-#include "model/gguf_config.h"
+#include "model/causal_lm.h"
 
 namespace xinfer {
 namespace {
@@ -31,21 +30,12 @@ struct PlanOptions {
   bool json = false;
 };
 
-StatusOr<ModelConfig> ReadModelConfig(const std::string& model, const std::string& overrides) {
-  if (!IsGgufModelPath(model)) return LoadHfConfig(model, overrides);
-  if (!overrides.empty())
-    return InvalidArgument("hf_overrides apply to a Hugging Face folder's config.json, not to {}",
-                           model);
-  XI_ASSIGN_OR_RETURN(auto file, GgufFile::Open(model));
-  return GgufModelConfig(*file);
-}
-
 double GiB(double bytes) { return bytes / (1 << 30); }
 
 int Run(PlanOptions o) {
   EngineConfig& c = o.engine;
   if (Status s = c.Validate(); !s.ok()) return ReportError(s);
-  auto mc = ReadModelConfig(c.model, c.ConfigOverrides());
+  auto mc = LoadModelConfig(c.model, c.ConfigOverrides());
   if (!mc.ok()) return ReportError(mc.status());
   if (Status s = c.ResolveModelLimits(DerivedMaxModelLen(*mc)); !s.ok()) return ReportError(s);
   if (o.context < 0 || o.context > c.max_model_len)

@@ -103,6 +103,10 @@ inline bool IsSupportedKvCacheDType(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kBF16;
 }
 
+// The config of a model LoadCausalLM would load (a folder's config.json with `hf_overrides`
+// merged, or a GGUF file's metadata, which refuses overrides), without its weights.
+StatusOr<ModelConfig> LoadModelConfig(const std::string& model, const std::string& hf_overrides);
+
 // Names of the architectures LoadCausalLM accepts.
 std::vector<std::string> SupportedArchitectures();
 

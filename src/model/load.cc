@@ -5,6 +5,7 @@
 #include "model/arch/arch.h"
 #include "model/awq.h"
 #include "model/causal_lm.h"
+#include "model/gguf_config.h"
 #include "model/gguf_model.h"
 
 namespace xinfer {
@@ -34,16 +35,31 @@ std::vector<std::string> SupportedArchitectures() {
   return names;
 }
 
+namespace {
+
+// A llama.cpp GGUF file instead of a Hugging Face folder; it has no config.json to override.
+StatusOr<bool> IsGgufFile(const std::string& model, const std::string& hf_overrides) {
+  if (model.size() <= 5 || !model.ends_with(".gguf") || std::filesystem::is_directory(model))
+    return false;
+  if (!hf_overrides.empty())
+    return InvalidArgument("hf_overrides apply to a Hugging Face folder's config.json, not to {}",
+                           model);
+  return true;
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> LoadModelConfig(const std::string& model, const std::string& hf_overrides) {
+  XI_ASSIGN_OR_RETURN(const bool gguf, IsGgufFile(model, hf_overrides));
+  if (!gguf) return LoadHfConfig(model, hf_overrides);
+  XI_ASSIGN_OR_RETURN(auto file, GgufFile::Open(model));
+  return GgufModelConfig(*file);
+}
+
 StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir,
                                              const std::string& hf_overrides) {
-  // A llama.cpp GGUF file instead of a Hugging Face folder.
-  if (model_dir.size() > 5 && model_dir.ends_with(".gguf") &&
-      !std::filesystem::is_directory(model_dir)) {
-    if (!hf_overrides.empty())
-      return InvalidArgument("hf_overrides apply to a Hugging Face folder's config.json, not to {}",
-                             model_dir);
-    return LoadGgufDecoderParts(model_dir);
-  }
+  XI_ASSIGN_OR_RETURN(const bool gguf, IsGgufFile(model_dir, hf_overrides));
+  if (gguf) return LoadGgufDecoderParts(model_dir);
   XI_ASSIGN_OR_RETURN(ModelConfig config, LoadHfConfig(model_dir, hf_overrides));
   auto it = Registry().find(config.architecture);
   if (it == Registry().end()) {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 
 #include "base/json_int32.h"
 
@@ -39,13 +38,8 @@ std::string Base64(std::string_view bytes) {
 }
 
 StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const ProtocolContext& ctx) {
-  GenerationRequest r;
-  r.endpoint = Endpoint::kEmbeddings;
-  r.id = NewRequestId("embd-");
-  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
-  r.created = static_cast<int64_t>(std::time(nullptr));
-  r.model = body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>()
-                                                                : ctx.config.served_model_name;
+  XI_ASSIGN_OR_RETURN(GenerationRequest r,
+                      NewPoolingRequest(body, ctx, Endpoint::kEmbeddings, "embd-"));
   if (!body.contains("input") || body["input"].is_null())
     return InvalidArgument("input is required");
   if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
@@ -73,10 +67,6 @@ StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const Proto
     r.embedding_dimensions = *d;
     r.normalize_embeddings = ctx.normalize_embeddings;
   }
-  // The engine pools the prompt: one step's "token" ends the request.
-  r.params = ctx.defaults;
-  r.params.temperature = 0;
-  r.params.max_tokens = 1;
   XI_ASSIGN_OR_RETURN(r.prompts, BatchedPromptIds(body["input"], ctx, "input", 2048));
   for (const std::vector<int32_t>& ids : r.prompts)
     if (static_cast<int>(ids.size()) > ctx.max_model_len)

@@ -244,6 +244,21 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
 
 }  // namespace
 
+StatusOr<GenerationRequest> NewPoolingRequest(const json& body, const ProtocolContext& ctx,
+                                              Endpoint endpoint, const std::string& id_prefix) {
+  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
+  GenerationRequest r;
+  r.endpoint = endpoint;
+  r.id = NewRequestId(id_prefix);
+  r.created = NowSeconds();
+  r.model = body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>()
+                                                                : ctx.config.served_model_name;
+  r.params = ctx.defaults;
+  r.params.temperature = 0;
+  r.params.max_tokens = 1;
+  return r;
+}
+
 std::string NewRequestId(const std::string& prefix) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return fmt::format("{}{:016x}{:016x}", prefix, rng(), rng());

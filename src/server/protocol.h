@@ -112,4 +112,11 @@ Status CheckModel(const nlohmann::ordered_json& body, const ServerConfig& config
 // "<prefix><32 hex digits>".
 std::string NewRequestId(const std::string& prefix);
 
+// The start of a pooling request (/v1/embeddings, /score, /rerank): the model checked, id,
+// created, the model name the body used, and parameters under which the engine's one step ends
+// each prompt. Its prompts are the caller's to add.
+StatusOr<GenerationRequest> NewPoolingRequest(const nlohmann::ordered_json& body,
+                                              const ProtocolContext& ctx, Endpoint endpoint,
+                                              const std::string& id_prefix);
+
 }  // namespace xinfer::server

@@ -1,7 +1,6 @@
 #include "server/score.h"
 
 #include <algorithm>
-#include <ctime>
 #include <numeric>
 
 #include "base/json_int32.h"
@@ -35,17 +34,7 @@ StatusOr<GenerationRequest> PairsRequest(const json& body, const ProtocolContext
                                          Endpoint endpoint, const char* id_prefix,
                                          const std::vector<std::string>& firsts,
                                          const std::vector<std::string>& seconds) {
-  GenerationRequest r;
-  r.endpoint = endpoint;
-  r.id = NewRequestId(id_prefix);
-  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
-  r.created = static_cast<int64_t>(std::time(nullptr));
-  r.model = body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>()
-                                                                : ctx.config.served_model_name;
-  // The engine scores the prompt: one step's "token" ends the request.
-  r.params = ctx.defaults;
-  r.params.temperature = 0;
-  r.params.max_tokens = 1;
+  XI_ASSIGN_OR_RETURN(GenerationRequest r, NewPoolingRequest(body, ctx, endpoint, id_prefix));
   for (size_t i = 0; i < seconds.size(); ++i) {
     const std::string& first = firsts.size() == 1 ? firsts[0] : firsts[i];
     XI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ctx.tokenizer.Encode(first, true));

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -130,6 +131,14 @@ TEST(PerfModelTest, ExpertsCountTheRoutedShareOfWhatDecodeReads) {
   // Read per token: the same but 2 of the 8 experts.
   EXPECT_EQ(cost->decode_read_bytes, 256u + 128u + 128u + 2 * 64u);
   EXPECT_DOUBLE_EQ(cost->linear_flops, 2.0 * 64 + 2 * 2.0 * 32);
+  EXPECT_EQ(cost->expert_bytes, 8 * 64u);
+  // A batch of 4 reads each expert that any of its tokens picks: 1 - (3/4)^4 of them expected.
+  MachineLimits m;
+  m.read_gb_s = 1;
+  m.f32_gflop_s = 1e9;  // memory bound
+  const double expected = 4 * 1e9 / (512 + 8 * 64 * (1 - std::pow(0.75, 4)));
+  EXPECT_NEAR(BatchedDecodeRoofline(*cost, m, 4, 0, ComputePeak::kF32Fma), expected,
+              1e-6 * expected);
   std::filesystem::remove_all(dir);
 }
 

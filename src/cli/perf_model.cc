@@ -1,6 +1,7 @@
 #include "cli/perf_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -117,6 +118,7 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
   const int64_t experts = c.value("num_experts", 0),
                 experts_per_tok = c.value("num_experts_per_tok", 0);
   const double routed = experts > 0 ? static_cast<double>(experts_per_tok) / experts : 1.0;
+  cost.routed_share = experts > 0 ? routed : 0;
   bool has_lm_head = false;
   size_t embed_bytes = 0;
   for (const std::string& name : store->Names()) {
@@ -135,6 +137,8 @@ StatusOr<ModelCost> ComputeModelCost(const std::string& model_path, DType kv_dty
     if (EndsWith(name, "norm.weight")) cost.norm_bytes += bytes;
     if (kv_proj && !EndsWith(name, "_proj.scales") && !EndsWith(name, "_proj.qzeros"))
       cost.kv_proj_bytes += bytes;
+    if (active < 1 && (EndsWith(name, "_proj.weight") || EndsWith(name, "_proj.qweight")))
+      cost.expert_bytes += EndsWith(name, "_proj.weight") ? bytes : info->size;
     if (EndsWith(name, "_proj.weight")) {
       cost.linear_flops += active * 2.0 * static_cast<double>(NumElements(info->shape));
       cost.decode_read_bytes += static_cast<size_t>(active * static_cast<double>(bytes));
@@ -189,7 +193,11 @@ double BatchedDecodeRoofline(const ModelCost& cost, const MachineLimits& m, int 
                              double context, ComputePeak compute) {
   const char* name;
   const double peak = PeakFor(m, compute, &name);
-  const double bytes = cost.decode_read_bytes + batch * context * cost.kv_bytes_per_token;
+  // A batch's tokens route independently: each expert is read when any of them picks it.
+  const double expert_reads =
+      cost.expert_bytes * (1 - std::pow(1 - cost.routed_share, batch) - cost.routed_share);
+  const double bytes =
+      cost.decode_read_bytes + expert_reads + batch * context * cost.kv_bytes_per_token;
   const double memory_bound = batch * m.read_gb_s * 1e9 / bytes;
   const double flops = cost.linear_flops + cost.lm_head_flops + cost.attn_flops_per_ctx * context;
   const double compute_bound = peak * 1e9 / flops;

@@ -16,8 +16,12 @@ struct ModelCost {
   // Weights one decode step of one sequence reads: projections (of a mixture-of-experts model,
   // the routed share of the experts'), lm_head, norms.
   size_t decode_read_bytes = 0;
-  double linear_flops = 0;   // 2 x projection parameters (per token, every row; routed experts)
-  double lm_head_flops = 0;  // 2 x vocab x hidden (per sampled row)
+  double linear_flops = 0;  // 2 x projection parameters (per token, every row; routed experts)
+  // A mixture-of-experts model's experts, all of them, and the share one token is routed to
+  // (num_experts_per_tok / num_experts; 0 for a dense model). A batch reads more of them.
+  size_t expert_bytes = 0;
+  double routed_share = 0;
+  double lm_head_flops = 0;       // 2 x vocab x hidden (per sampled row)
   double attn_flops_per_ctx = 0;  // 4 x layers x heads x head_dim (per token per context token)
   size_t kv_bytes_per_token = 0;  // K and V of all layers in the KV cache's dtype
   std::string dtype;              // dtype of the projection weights ("BF16", "F32", ...)

@@ -63,6 +63,19 @@ TEST(PerfModelTest, RooflinesUseThePeakAsked) {
   EXPECT_STREQ(ComputeRoofline(c, m, 0, ComputePeak::kInt8Dot).peak_name, "f32-fma");
 }
 
+// A model folder of `specs` (all zero) with `config` as its config.json.
+void WriteZeroModel(const std::string& dir, const std::vector<TensorSpec>& specs,
+                    const std::string& config) {
+  ASSERT_TRUE(WriteSafetensors(
+                  dir, specs,
+                  [](const TensorSpec& spec, int64_t, int64_t count, uint8_t* out) {
+                    std::memset(out, 0, count * DTypeSize(spec.dtype));
+                  },
+                  1ull << 30)
+                  .ok());
+  std::ofstream(dir + "/config.json") << config;
+}
+
 // `--dtype bfloat16` holds dense F16 / F32 matrices (and the embedding table, a tied lm_head) as
 // BF16: 2 bytes per element in what is held and what decode reads. Norm weights and biases are
 // held in F32 either way (WidenVectorsToF32): 4 bytes per element, whatever the file stores.
@@ -77,16 +90,10 @@ TEST(PerfModelTest, Bf16WeightsCountTwoBytesPerConvertedElement) {
       {"model.norm.weight", DType::kF32, {8}},
       {"model.layers.0.input_layernorm.weight", DType::kBF16, {8}},
       {"model.layers.0.self_attn.q_proj.bias", DType::kF16, {8}}};
-  ASSERT_TRUE(WriteSafetensors(
-                  dir, specs,
-                  [](const TensorSpec& spec, int64_t, int64_t count, uint8_t* out) {
-                    std::memset(out, 0, count * DTypeSize(spec.dtype));
-                  },
-                  1ull << 30)
-                  .ok());
-  std::ofstream(dir + "/config.json")
-      << R"({"hidden_size": 8, "vocab_size": 16, "num_hidden_layers": 1,
-             "num_attention_heads": 2})";
+  ASSERT_NO_FATAL_FAILURE(
+      WriteZeroModel(dir, specs,
+                     R"({"hidden_size": 8, "vocab_size": 16, "num_hidden_layers": 1,
+             "num_attention_heads": 2})"));
   auto stored = ComputeModelCost(dir);
   auto held = ComputeModelCost(dir, DType::kF32, /*bf16_weights=*/true);
   ASSERT_TRUE(stored.ok() && held.ok()) << stored.status().ToString();
@@ -114,16 +121,10 @@ TEST(PerfModelTest, ExpertsCountTheRoutedShareOfWhatDecodeReads) {
     specs.push_back({"model.layers.0.mlp.experts." + std::to_string(e) + ".down_proj.weight",
                      DType::kBF16,
                      {8, 4}});
-  ASSERT_TRUE(WriteSafetensors(
-                  dir, specs,
-                  [](const TensorSpec& spec, int64_t, int64_t count, uint8_t* out) {
-                    std::memset(out, 0, count * DTypeSize(spec.dtype));
-                  },
-                  1ull << 30)
-                  .ok());
-  std::ofstream(dir + "/config.json")
-      << R"({"hidden_size": 8, "vocab_size": 16, "num_hidden_layers": 1,
-             "num_attention_heads": 2, "num_experts": 8, "num_experts_per_tok": 2})";
+  ASSERT_NO_FATAL_FAILURE(
+      WriteZeroModel(dir, specs,
+                     R"({"hidden_size": 8, "vocab_size": 16, "num_hidden_layers": 1,
+             "num_attention_heads": 2, "num_experts": 8, "num_experts_per_tok": 2})"));
   auto cost = ComputeModelCost(dir);
   ASSERT_TRUE(cost.ok()) << cost.status().ToString();
   // Held: table 256, q_proj 128, router 128, experts 8 x 64.

@@ -188,6 +188,7 @@ std::string EngineConfig::ConfigOverrides() const {
 }
 
 std::string EngineConfig::ToString() const {
+  const std::string overrides = ConfigOverrides();
   return fmt::format(
       "model={} block_size={} num_gpu_blocks_override={} kv_cache_memory={} "
       "gpu_memory_utilization={} cpu_memory_budget={} max_model_len={} max_num_seqs={} "
@@ -207,7 +208,7 @@ std::string EngineConfig::ToString() const {
       seed.has_value() ? std::to_string(*seed) : "random", TokenizerPath(), generation_config,
       override_generation_config.empty() ? "none" : override_generation_config, max_logprobs,
       embeds() || scores() ? task : "generate", pooler_config.empty() ? "default" : pooler_config,
-      hf_overrides.empty() && ConfigOverrides().empty() ? "none" : ConfigOverrides());
+      overrides.empty() ? "none" : overrides);
 }
 
 }  // namespace xinfer

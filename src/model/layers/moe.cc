@@ -13,10 +13,14 @@ void RouteTokens(std::span<const float> logits, int num_experts, int top_k, bool
   XI_CHECK(logits.size() % static_cast<size_t>(num_experts) == 0);
   const int64_t num_tokens = static_cast<int64_t>(logits.size()) / num_experts;
   // Each token's choice first (expert, weight), then counted into per-expert runs.
-  std::vector<int32_t> chosen(static_cast<size_t>(num_tokens * top_k));
-  std::vector<float> chosen_weight(chosen.size());
-  std::vector<int32_t> order(num_experts);
-  std::vector<double> probs(num_experts);
+  std::vector<int32_t>& chosen = routing.chosen;
+  std::vector<float>& chosen_weight = routing.chosen_weight;
+  std::vector<int32_t>& order = routing.order;
+  std::vector<double>& probs = routing.probs;
+  chosen.resize(static_cast<size_t>(num_tokens * top_k));
+  chosen_weight.resize(chosen.size());
+  order.resize(num_experts);
+  probs.resize(num_experts);
   for (int64_t t = 0; t < num_tokens; ++t) {
     const float* row = logits.data() + t * num_experts;
     const float max = *std::max_element(row, row + num_experts);
@@ -39,7 +43,8 @@ void RouteTokens(std::span<const float> logits, int num_experts, int top_k, bool
   for (int e = 0; e < num_experts; ++e) routing.begin[e + 1] += routing.begin[e];
   routing.tokens.resize(chosen.size());
   routing.weights.resize(chosen.size());
-  std::vector<int32_t> fill(routing.begin.begin(), routing.begin.end() - 1);
+  std::vector<int32_t>& fill = routing.fill;
+  fill.assign(routing.begin.begin(), routing.begin.end() - 1);
   for (int64_t i = 0; i < static_cast<int64_t>(chosen.size()); ++i) {
     const int32_t slot = fill[chosen[i]]++;
     routing.tokens[slot] = static_cast<int32_t>(i / top_k);

@@ -16,10 +16,14 @@ struct MoeRouting {
   std::vector<int32_t> begin;  // num_experts + 1 offsets
   std::vector<int32_t> tokens;
   std::vector<float> weights;
+  // RouteTokens' scratch: each token's choices in order, the experts by logit, their softmax.
+  std::vector<int32_t> chosen, order, fill;
+  std::vector<float> chosen_weight;
+  std::vector<double> probs;
 };
 
-// `logits`: [num_tokens, num_experts] row-major. `routing` is reused across calls (its vectors
-// keep their capacity).
+// `logits`: [num_tokens, num_experts] row-major. `routing` is reused across calls: its vectors
+// keep their capacity, so a steady state allocates nothing.
 void RouteTokens(std::span<const float> logits, int num_experts, int top_k, bool renormalize,
                  MoeRouting& routing);
 

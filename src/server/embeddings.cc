@@ -68,12 +68,14 @@ StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const Proto
     r.normalize_embeddings = ctx.normalize_embeddings;
   }
   XI_ASSIGN_OR_RETURN(r.prompts, BatchedPromptIds(body["input"], ctx, "input", 2048));
-  for (const std::vector<int32_t>& ids : r.prompts)
+  for (std::vector<int32_t>& ids : r.prompts) {
+    XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids));
     if (static_cast<int>(ids.size()) > ctx.max_model_len)
       return InvalidArgument(
           "This model's maximum context length is {} tokens. However, you requested {} tokens "
           "in the input for embedding generation. Please reduce the length of the input.",
           ctx.max_model_len, ids.size());
+  }
   return r;
 }
 

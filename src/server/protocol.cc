@@ -59,22 +59,6 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
   return Status::Ok();
 }
 
-// vLLM's truncate_prompt_tokens: k >= 1 keeps the prompt's last k tokens, -1 the last
-// max_model_len; the prompt is `ids`, cut in place.
-Status TruncatePrompt(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids) {
-  if (!body.contains("truncate_prompt_tokens") || body["truncate_prompt_tokens"].is_null())
-    return Status::Ok();
-  const std::optional<int32_t> k = JsonInt32(body["truncate_prompt_tokens"]);
-  if (!k || (*k < 1 && *k != -1))
-    return InvalidArgument("truncate_prompt_tokens must be an integer >= 1, or -1");
-  if (*k > ctx.max_model_len)
-    return InvalidArgument("truncate_prompt_tokens {} is larger than max_model_len {}", *k,
-                           ctx.max_model_len);
-  const size_t keep = static_cast<size_t>(*k == -1 ? ctx.max_model_len : *k);
-  if (ids.size() > keep) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
-  return Status::Ok();
-}
-
 // Sampling parameters for the prompt `ids` (truncated first when the request asks), range-checked,
 // and the context check vLLM makes (prompt + max_tokens within max_model_len).
 Status ParseParams(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids,
@@ -243,6 +227,20 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
 }
 
 }  // namespace
+
+Status TruncatePrompt(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids) {
+  if (!body.contains("truncate_prompt_tokens") || body["truncate_prompt_tokens"].is_null())
+    return Status::Ok();
+  const std::optional<int32_t> k = JsonInt32(body["truncate_prompt_tokens"]);
+  if (!k || (*k < 1 && *k != -1))
+    return InvalidArgument("truncate_prompt_tokens must be an integer >= 1, or -1");
+  if (*k > ctx.max_model_len)
+    return InvalidArgument("truncate_prompt_tokens {} is larger than max_model_len {}", *k,
+                           ctx.max_model_len);
+  const size_t keep = static_cast<size_t>(*k == -1 ? ctx.max_model_len : *k);
+  if (ids.size() > keep) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+  return Status::Ok();
+}
 
 StatusOr<GenerationRequest> NewPoolingRequest(const json& body, const ProtocolContext& ctx,
                                               Endpoint endpoint, const std::string& id_prefix) {

@@ -112,6 +112,11 @@ Status CheckModel(const nlohmann::ordered_json& body, const ServerConfig& config
 // "<prefix><32 hex digits>".
 std::string NewRequestId(const std::string& prefix);
 
+// vLLM's truncate_prompt_tokens (absent or null: nothing): k >= 1 keeps the prompt's last k
+// tokens, -1 the last max_model_len; `ids` is cut in place. InvalidArgument for other values.
+Status TruncatePrompt(const nlohmann::ordered_json& body, const ProtocolContext& ctx,
+                      std::vector<int32_t>& ids);
+
 // The start of a pooling request (/v1/embeddings, /score, /rerank): the model checked, id,
 // created, the model name the body used, and parameters under which the engine's one step ends
 // each prompt. Its prompts are the caller's to add.

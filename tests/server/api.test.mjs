@@ -971,6 +971,16 @@ describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
       assert.deepEqual(byIds.data[0].embedding, r.data[0].embedding);
       assert.equal(floats.usage.prompt_tokens, ids.length);
       assert.equal(floats.usage.total_tokens, ids.length);
+      // truncate_prompt_tokens keeps each input's last tokens, as on completions.
+      const cutIds = (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: 'Hello world, 你好' }))
+        .json.tokens;
+      assert.ok(cutIds.length > 2);
+      const truncated = await client.embeddings.create({ model: 'test-model', input: 'Hello world, 你好',
+        encoding_format: 'float', truncate_prompt_tokens: 2 });
+      const tail = await client.embeddings.create({ model: 'test-model', input: [cutIds.slice(-2)],
+        encoding_format: 'float' });
+      assert.deepEqual(truncated.data[0].embedding, tail.data[0].embedding);
+      assert.equal(truncated.usage.prompt_tokens, 2);
       // dimensions: the first ones, normalized again.
       const cut = await client.embeddings.create({ model: 'test-model', input: 'Hello world',
         encoding_format: 'float', dimensions: 32 });
@@ -991,6 +1001,7 @@ describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
         [{ input: 'x', encoding_format: 'int8' }, /encoding_format must be 'float' or 'base64'/],
         [{ input: 'x', dimensions: 20 }, /dimensions 20 is not one of the model's matryoshka_dimensions 16, 32/],
         [{ input: 'x', dimensions: 0 }, /dimensions must be an integer in \[1, 64\]/],
+        [{ input: 'x', truncate_prompt_tokens: 0 }, /truncate_prompt_tokens must be an integer >= 1, or -1/],
         [{ input: 'x', model: 'other' }, /does not exist/]]) {
         const res = await raw(srv.baseURL, 'POST', '/v1/embeddings', { model: 'test-model', ...body });
         assert.ok(res.status === 400 || res.status === 404, JSON.stringify(body));

@@ -12,12 +12,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "engine/gguf_tokenizer_loader.h"
 #include "formats/gguf.h"
+#include "formats/safetensors.h"
 #include "golden_util.h"
 #include "model/causal_lm.h"
+#include "moe_model_util.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -240,6 +244,145 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTrip{"tinystories-656k", "tinystories-656k", "f32"},
                       RoundTrip{"tinystories-656k-qwen2", "tinystories-656k", "f32"}),
     [](const auto& info) { return testing::ParamName(info.param.model + "_" + info.param.type); });
+
+// Qwen3-MoE as llama.cpp's qwen3moe: each layer's experts stacked into one tensor per projection,
+// ne = {cols, rows, n_experts} with expert e's bytes after expert e - 1's (checked against the
+// folder's own tensors, so that a layout both our writer and our reader got wrong cannot pass),
+// the router F32, the expert keys; the file loads back with the folder's logits, which are the
+// dense float64 reference's (moe_model_util.h). A Q8_0 export of identical experts quantizes each
+// expert's rows as the dense export does its MLP's, so the two give the same logits: the
+// quantized experts are cut at the right bytes.
+TEST(GgufExportTest, MoeExpertsStackAsLlamaCppsQwen3Moe) {
+  XI_REQUIRE_SHARED(kQwen3);
+  XI_REQUIRE_SHARED("golden/logits/tiny-qwen3/golden.json");
+  const fs::path dir = testing::WriteMoeModel(testing::MoeExperts::kIdentical, 2,
+                                              /*random_router=*/true, "gguf");
+  const std::string bf16_path = TempGguf("moe-bf16");
+  Status s = ExportGguf(dir.string(), bf16_path, {.type = GgufExportType::kBF16});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto file = GgufFile::Open(bf16_path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(*(*file)->GetString("general.architecture"), "qwen3moe");
+  EXPECT_EQ(*(*file)->GetInt("qwen3moe.expert_count"), testing::kMoeExperts);
+  EXPECT_EQ(*(*file)->GetInt("qwen3moe.expert_used_count"), 2);
+  EXPECT_EQ(*(*file)->GetInt("qwen3moe.expert_feed_forward_length"), 192);
+  auto folder_store = WeightStore::OpenDir(dir.string());
+  ASSERT_TRUE(folder_store.ok());
+  for (int l = 0; l < 2; ++l) {
+    const GgufTensorInfo* router =
+        (*file)->FindTensor(fmt::format("blk.{}.ffn_gate_inp.weight", l));
+    ASSERT_NE(router, nullptr);
+    EXPECT_EQ(router->type, ggml::kF32);
+    EXPECT_EQ(router->ne, (std::vector<int64_t>{64, testing::kMoeExperts}));
+    EXPECT_EQ((*file)->FindTensor(fmt::format("blk.{}.ffn_gate.weight", l)), nullptr);
+    for (const auto& [proj, gguf, rows, cols] : {std::tuple{"gate_proj", "ffn_gate_exps", 192, 64},
+                                                 {"up_proj", "ffn_up_exps", 192, 64},
+                                                 {"down_proj", "ffn_down_exps", 64, 192}}) {
+      const GgufTensorInfo* info = (*file)->FindTensor(fmt::format("blk.{}.{}.weight", l, gguf));
+      ASSERT_NE(info, nullptr) << gguf;
+      EXPECT_EQ(info->type, ggml::kBF16);
+      ASSERT_EQ(info->ne, (std::vector<int64_t>{cols, rows, testing::kMoeExperts})) << gguf;
+      const auto* bytes = static_cast<const uint8_t*>((*file)->GetRaw(*info).raw());
+      for (int e = 0; e < testing::kMoeExperts; ++e) {
+        Tensor t = (*folder_store)
+                       ->Get(fmt::format("model.layers.{}.mlp.experts.{}.{}.weight", l, e, proj))
+                       .value();
+        ASSERT_EQ(t.size_bytes(), static_cast<size_t>(rows * cols * 2));
+        EXPECT_EQ(std::memcmp(bytes + e * t.size_bytes(), t.raw(), t.size_bytes()), 0)
+            << gguf << " expert " << e;
+      }
+    }
+  }
+
+  auto backend = CreateCpuBackend();
+  auto gguf = LoadCausalLM(bf16_path, *backend);
+  auto folder = LoadCausalLM(dir.string(), *backend);
+  ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+  ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+  EXPECT_EQ((*gguf)->config().architecture, "Qwen3MoeForCausalLM");
+  EXPECT_TRUE((*gguf)->config().norm_topk_prob);
+  // The same bytes but the routers': F32 (2 layers x 4 experts x 64) against the folder's BF16.
+  EXPECT_EQ((*gguf)->weight_bytes(), (*folder)->weight_bytes() + 2 * 4 * 64 * 2);
+  testing::ExpectMatchesGolden(**gguf, *backend, Shared("golden/logits/tiny-qwen3"));
+  const std::vector<int32_t> ids = {9707, 11, 1879, 0, 3555, 374, 279, 6722};
+  EXPECT_LT(testing::MaxAbsDiff(testing::LastLogits(**gguf, *backend, ids),
+                                testing::LastLogits(**folder, *backend, ids)),
+            1e-5);
+
+  const std::string moe_q8 = TempGguf("moe-q8_0"), dense_q8 = TempGguf("dense-q8_0");
+  ASSERT_TRUE(ExportGguf(dir.string(), moe_q8, {.type = GgufExportType::kQ8_0}).ok());
+  ASSERT_TRUE(ExportGguf(Shared(kQwen3), dense_q8, {.type = GgufExportType::kQ8_0}).ok());
+  auto moe = LoadCausalLM(moe_q8, *backend);
+  auto dense = LoadCausalLM(dense_q8, *backend);
+  ASSERT_TRUE(moe.ok()) << moe.status().ToString();
+  ASSERT_TRUE(dense.ok()) << dense.status().ToString();
+  const auto want = testing::LastLogits(**dense, *backend, ids);
+  const auto got = testing::LastLogits(**moe, *backend, ids);
+  EXPECT_LT(testing::MaxAbsDiff(got, want), 1e-4);
+  // Not just close to the BF16 model: the experts are quantized (Q8_0 moves logits ~1e-2).
+  EXPECT_GT(testing::MaxAbsDiff(got, testing::LastLogits(**gguf, *backend, ids)), 1e-4);
+  for (const std::string& p : {bf16_path, moe_q8, dense_q8}) fs::remove(p);
+  fs::remove_all(dir);
+}
+
+// A stacked expert tensor whose dimensions are not {cols, rows, n_experts} (here gate's rows and
+// columns swapped: the same bytes, so the file itself is well-formed) is a load error naming it.
+TEST(GgufExportTest, MoeExpertTensorOfTheWrongShapeIsALoadError) {
+  XI_REQUIRE_SHARED(kQwen3);
+  const fs::path dir = testing::WriteMoeModel(testing::MoeExperts::kIdentical, 2,
+                                              /*random_router=*/true, "gguf-bad");
+  const std::string path = TempGguf("moe-bad");
+  ASSERT_TRUE(ExportGguf(dir.string(), path, {.type = GgufExportType::kF32}).ok());
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string name = "blk.1.ffn_gate_exps.weight";
+    const size_t at = bytes.find(name);
+    ASSERT_NE(at, std::string::npos);
+    // name, u32 n_dims, u64 ne[0], u64 ne[1]: swap ne[0] (64) and ne[1] (192).
+    const size_t ne0 = at + name.size() + 4;
+    uint64_t a, b;
+    std::memcpy(&a, bytes.data() + ne0, 8);
+    std::memcpy(&b, bytes.data() + ne0 + 8, 8);
+    ASSERT_EQ(a, 64u);
+    ASSERT_EQ(b, 192u);
+    f.seekp(static_cast<std::streamoff>(ne0));
+    f.write(reinterpret_cast<const char*>(&b), 8);
+    f.write(reinterpret_cast<const char*>(&a), 8);
+  }
+  auto backend = CreateCpuBackend();
+  auto model = LoadCausalLM(path, *backend);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("blk.1.ffn_gate_exps.weight"), std::string::npos)
+      << model.status().ToString();
+  EXPECT_NE(model.status().message().find("expected [64, 192, 4]"), std::string::npos)
+      << model.status().ToString();
+  fs::remove(path);
+  fs::remove_all(dir);
+}
+
+// What llama.cpp's qwen3moe graph cannot express is refused, naming it, and nothing is written.
+TEST(GgufExportTest, MoeWithoutRenormalizationOrWithDenseLayersIsRefused) {
+  XI_REQUIRE_SHARED(kQwen3);
+  const fs::path dir = testing::WriteMoeModel(testing::MoeExperts::kIdentical, 2,
+                                              /*random_router=*/true, "gguf-refused");
+  const json original = json::parse(std::ifstream(dir / "config.json"));
+  for (const auto& [key, value, want] : std::vector<std::tuple<std::string, json, std::string>>{
+           {"norm_topk_prob", false, "norm_topk_prob false"},
+           {"mlp_only_layers", json::array({1}), "layer 1 is dense"},
+           {"decoder_sparse_step", 2, "layer 0 is dense"}}) {
+    json config = original;
+    config[key] = value;
+    std::ofstream(dir / "config.json") << config.dump();
+    const std::string path = TempGguf("moe-refused");
+    Status s = ExportGguf(dir.string(), path, {});
+    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << key << ": " << s.ToString();
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.ToString();
+    EXPECT_FALSE(fs::exists(path));
+    EXPECT_FALSE(fs::exists(path + ".tmp"));
+  }
+  fs::remove_all(dir);
+}
 
 // `--dtype bfloat16` on GGUF files (ModelLoadOptions::bf16_weights): an F32 export of the BF16
 // folder is held as BF16 again and gives the folder's BF16 logits bit for bit in half the F32

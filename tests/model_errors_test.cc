@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
@@ -204,6 +206,69 @@ TEST(GgufModelErrorsTest, NonPositiveRopeBaseOrEpsilonIsALoadError) {
     EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().ToString();
     fs::remove(path);
   }
+}
+
+// qwen3moe's expert keys, read as llama.cpp reads them; what our decoder cannot compute (shared
+// experts, another gating function) or a count that makes no sense is a load error naming the key.
+TEST(GgufModelErrorsTest, Qwen3MoeExpertKeys) {
+  auto config = [](const std::map<std::string, int64_t>& ints) {
+    GgufWriter w;
+    w.SetString("general.architecture", "qwen3moe");
+    for (const auto& [k, v] : ints)
+      if (v >= 0) w.SetU32("qwen3moe." + k, static_cast<uint32_t>(v));
+    w.SetF32("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
+    w.AddTensor("token_embd.weight", ggml::kF32, {8, 16}, std::string(8 * 16 * 4, '\0'));
+    const std::string path = ::testing::TempDir() + "/moe_keys.gguf";
+    EXPECT_TRUE(w.WriteFile(path).ok());
+    auto f = GgufFile::Open(path);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    auto c = GgufModelConfig(**f);
+    fs::remove(path);
+    return c;
+  };
+  std::map<std::string, int64_t> ints = {
+      {"embedding_length", 8},           {"feed_forward_length", 48}, {"block_count", 1},
+      {"attention.head_count", 2},       {"expert_count", 8},         {"expert_used_count", 2},
+      {"expert_feed_forward_length", 12}};
+  auto c = config(ints);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(c->num_experts, 8);
+  EXPECT_EQ(c->num_experts_per_tok, 2);
+  EXPECT_EQ(c->moe_intermediate_size, 12);
+  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_TRUE(c->IsSparseLayer(0));
+  // llama.cpp's default for the experts' width: feed_forward_length / expert_used_count.
+  auto no_width = ints;
+  no_width["expert_feed_forward_length"] = -1;
+  c = config(no_width);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->moe_intermediate_size, 24);
+  // feed_forward_length is optional for a MoE file.
+  auto no_ff = ints;
+  no_ff["feed_forward_length"] = -1;
+  c = config(no_ff);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->moe_intermediate_size, 12);
+
+  for (const auto& [key, value, want] : std::vector<std::tuple<std::string, int64_t, std::string>>{
+           {"expert_count", -1, "qwen3moe.expert_count"},
+           {"expert_used_count", 9, "exceeds 'qwen3moe.expert_count' = 8"},
+           {"expert_used_count", 0, "qwen3moe.expert_used_count"},
+           {"expert_shared_count", 1, "shared experts"},
+           {"expert_gating_func", 2, "expert gating function 2"}}) {
+    auto bad = ints;
+    bad[key] = value;
+    c = config(bad);
+    ASSERT_FALSE(c.ok()) << key << " = " << value;
+    EXPECT_NE(c.status().message().find(want), std::string::npos) << c.status().ToString();
+  }
+  auto neither = ints;
+  neither["feed_forward_length"] = neither["expert_feed_forward_length"] = -1;
+  c = config(neither);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("expert_feed_forward_length"), std::string::npos)
+      << c.status().ToString();
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <fstream>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
 #include "formats/safetensors_writer.h"
 
 namespace xinfer {
@@ -141,6 +143,31 @@ TEST(PerfModelTest, ExpertsCountTheRoutedShareOfWhatDecodeReads) {
   EXPECT_NEAR(BatchedDecodeRoofline(*cost, m, 4, 0, ComputePeak::kF32Fma), expected,
               1e-6 * expected);
   std::filesystem::remove_all(dir);
+
+  // The same model as a llama.cpp qwen3moe file: the experts stacked into one 3-D tensor, the
+  // router F32 (and, being a Linear there too, counted in the flops).
+  GgufWriter w;
+  w.SetString("general.architecture", "qwen3moe");
+  w.SetU32("qwen3moe.embedding_length", 8);
+  w.SetU32("qwen3moe.block_count", 1);
+  w.SetU32("qwen3moe.attention.head_count", 2);
+  w.SetU32("qwen3moe.expert_count", 8);
+  w.SetU32("qwen3moe.expert_used_count", 2);
+  w.AddTensor("token_embd.weight", ggml::kBF16, {8, 16}, std::string(256, '\0'));
+  w.AddTensor("blk.0.attn_q.weight", ggml::kBF16, {8, 8}, std::string(128, '\0'));
+  w.AddTensor("blk.0.ffn_gate_inp.weight", ggml::kF32, {8, 8}, std::string(256, '\0'));
+  w.AddTensor("blk.0.ffn_down_exps.weight", ggml::kBF16, {4, 8, 8}, std::string(512, '\0'));
+  const std::string gguf = ::testing::TempDir() + "/perf_model_moe.gguf";
+  ASSERT_TRUE(w.WriteFile(gguf).ok());
+  cost = ComputeModelCost(gguf);
+  ASSERT_TRUE(cost.ok()) << cost.status().ToString();
+  EXPECT_EQ(cost->weight_bytes, 256u + 128u + 256u + 8 * 64u);
+  EXPECT_EQ(cost->decode_read_bytes, 256u + 128u + 256u + 2 * 64u);
+  EXPECT_DOUBLE_EQ(cost->linear_flops, 2.0 * 64 + 2.0 * 64 + 2 * 2.0 * 32);
+  EXPECT_EQ(cost->expert_bytes, 8 * 64u);
+  EXPECT_DOUBLE_EQ(cost->routed_share, 0.25);
+  EXPECT_EQ(cost->dtype, "BF16");
+  std::filesystem::remove(gguf);
 }
 
 }  // namespace

@@ -53,11 +53,13 @@ struct ArchInfo {
   const char* hf;
   const char* gguf;
 };
-constexpr ArchInfo kArchitectures[] = {
-    {"LlamaForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}};
+constexpr ArchInfo kArchitectures[] = {{"LlamaForCausalLM", "llama"},
+                                       {"Qwen2ForCausalLM", "qwen2"},
+                                       {"Qwen3ForCausalLM", "qwen3"},
+                                       {"Qwen3MoeForCausalLM", "qwen3moe"}};
 
 // When a Hugging Face tensor of a decoder layer has a GGUF counterpart.
-enum class Need { kRequired, kIfPresent, kQwen3Only };
+enum class Need { kRequired, kIfPresent, kQwen3Only, kDenseMlpOnly };
 
 struct LayerTensor {
   const char* hf;    // after "model.layers.N."
@@ -78,16 +80,26 @@ constexpr LayerTensor kLayerTensors[] = {
     {"self_attn.o_proj.weight", "attn_output.weight", Need::kRequired},
     {"self_attn.o_proj.bias", "attn_output.bias", Need::kIfPresent},
     {"post_attention_layernorm.weight", "ffn_norm.weight", Need::kRequired},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", Need::kRequired},
-    {"mlp.up_proj.weight", "ffn_up.weight", Need::kRequired},
-    {"mlp.down_proj.weight", "ffn_down.weight", Need::kRequired},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", Need::kDenseMlpOnly},
+    {"mlp.up_proj.weight", "ffn_up.weight", Need::kDenseMlpOnly},
+    {"mlp.down_proj.weight", "ffn_down.weight", Need::kDenseMlpOnly},
 };
+// A sparse layer's experts, stacked into one 3-D tensor per projection as the converter does:
+// ne = {cols, rows, n_experts}, expert e's [rows, cols] matrix after expert e - 1's.
+struct ExpertTensor {
+  const char* hf;    // after "model.layers.N.mlp.experts.E."
+  const char* gguf;  // after "blk.N."
+};
+constexpr ExpertTensor kExpertTensors[] = {{"down_proj.weight", "ffn_down_exps.weight"},
+                                           {"gate_proj.weight", "ffn_gate_exps.weight"},
+                                           {"up_proj.weight", "ffn_up_exps.weight"}};
 
 // One output tensor.
 struct Planned {
-  std::string name;    // GGUF name
-  std::string source;  // Hugging Face name
-  Shape shape;         // as in the source: [rows, cols] or [n]
+  std::string name{};                  // GGUF name
+  std::string source{};                // Hugging Face name
+  std::vector<std::string> experts{};  // stacked experts' Hugging Face names, else empty
+  Shape shape{};  // as in the source: [rows, cols] or [n]; stacked experts [n_experts, rows, cols]
   uint32_t type = ggml::kF32;
   size_t nbytes = 0;
   int permute_heads = 0;  // > 0: llama q/k rows permuted in heads of this many
@@ -112,13 +124,14 @@ size_t RowBytes(uint32_t ggml_type, int64_t cols) {
 }
 
 // 1-D tensors stay F32 whatever the file type, as in llama.cpp's files (the kernels that read
-// norms and biases expect F32). Quantized types need whole blocks of 32 along each row.
+// norms and biases expect F32), and so does a MoE router (the converter keeps ffn_gate_inp F32).
+// Quantized types need whole blocks of 32 along each row.
 uint32_t TargetType(GgufExportType type, const Planned& p) {
-  if (p.shape.size() != 2) return ggml::kF32;
+  if (p.shape.size() < 2 || p.name.ends_with(".ffn_gate_inp.weight")) return ggml::kF32;
   const uint32_t t = InfoOf(type).ggml_type;
-  if ((t == ggml::kQ8_0 || t == ggml::kQ4_0) && p.shape[1] % 32 != 0) {
+  if ((t == ggml::kQ8_0 || t == ggml::kQ4_0) && p.shape.back() % 32 != 0) {
     XI_LOG_INFO("{}: row length {} is not a multiple of 32; stored as F16 instead of {}", p.name,
-                p.shape[1], GgmlTypeName(t));
+                p.shape.back(), GgmlTypeName(t));
     return ggml::kF16;
   }
   return t;
@@ -142,7 +155,7 @@ StatusOr<std::vector<Planned>> PlanTensors(const WeightStore& store, const Model
     if (info->shape.size() != (matrix ? 2u : 1u))
       return InvalidArgument("tensor '{}' has shape {}, expected a {}", hf,
                              ShapeToString(info->shape), matrix ? "matrix" : "vector");
-    plan.push_back({gguf, hf, info->shape});
+    plan.push_back({.name = gguf, .source = hf, .shape = info->shape});
     return Status::Ok();
   };
   // Tied checkpoints saved by transformers may keep the shared tensor as lm_head only.
@@ -153,13 +166,42 @@ StatusOr<std::vector<Planned>> PlanTensors(const WeightStore& store, const Model
   if (plan.back().shape[0] != c.vocab_size || plan.back().shape[1] != c.hidden_size)
     return InvalidArgument("{} is {}, config.json says [{}, {}]", embed,
                            ShapeToString(plan.back().shape), c.vocab_size, c.hidden_size);
-  const bool qwen3 = c.architecture == "Qwen3ForCausalLM";
+  // Each expert's [rows, cols] projection, all of one layer stacked into one tensor.
+  auto take_experts = [&](const std::string& hf, const ExpertTensor& t, const std::string& gguf,
+                          const Shape& shape) -> Status {
+    Planned p{.name = gguf + t.gguf, .shape = {c.num_experts, shape[0], shape[1]}};
+    for (int e = 0; e < c.num_experts; ++e) {
+      const std::string name = fmt::format("{}mlp.experts.{}.{}", hf, e, t.hf);
+      const TensorInfo* info = store.Find(name);
+      if (info == nullptr) return NotFound("tensor '{}' not found in {}", name, store.dir());
+      if (!IsFloat(info->dtype) || info->shape != shape)
+        return InvalidArgument("tensor '{}' is {} {}, expected a float {}", name,
+                               DTypeName(info->dtype), ShapeToString(info->shape),
+                               ShapeToString(shape));
+      used[name] = true;
+      p.experts.push_back(name);
+    }
+    plan.push_back(std::move(p));
+    return Status::Ok();
+  };
+  const bool qwen3 = c.architecture.starts_with("Qwen3");
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string hf = fmt::format("model.layers.{}.", l), gguf = fmt::format("blk.{}.", l);
+    const bool sparse = c.IsSparseLayer(l);
     for (const LayerTensor& t : kLayerTensors) {
-      if (t.need == Need::kQwen3Only && !qwen3) continue;
+      if ((t.need == Need::kQwen3Only && !qwen3) || (t.need == Need::kDenseMlpOnly && sparse))
+        continue;
       XI_RETURN_IF_ERROR(take(hf + t.hf, gguf + t.gguf, t.need != Need::kIfPresent));
     }
+    if (!sparse) continue;
+    XI_RETURN_IF_ERROR(take(hf + "mlp.gate.weight", gguf + "ffn_gate_inp.weight", true));
+    if (plan.back().shape != Shape{c.num_experts, c.hidden_size})
+      return InvalidArgument("{}mlp.gate.weight is {}, expected [{}, {}]", hf,
+                             ShapeToString(plan.back().shape), c.num_experts, c.hidden_size);
+    const int64_t h = c.hidden_size, f = c.moe_intermediate_size;
+    for (const ExpertTensor& t : kExpertTensors)
+      XI_RETURN_IF_ERROR(take_experts(
+          hf, t, gguf, std::string(t.hf).starts_with("down") ? Shape{h, f} : Shape{f, h}));
   }
   XI_RETURN_IF_ERROR(take("model.norm.weight", "output_norm.weight", true));
   if (store.Has("lm_head.weight")) {
@@ -210,7 +252,29 @@ void RowsToFloat(const Tensor& t, int64_t cols, const std::vector<int64_t>& orde
   }
 }
 
+// A matrix's rows in type `type`, a few MiB of F32 at a time whatever its size.
+void EncodeRows(const Tensor& t, int64_t rows, int64_t cols, const std::vector<int64_t>& order,
+                uint32_t type, std::string& out) {
+  const int64_t chunk = std::max<int64_t>(1, (4 << 20) / std::max<int64_t>(cols, 1));
+  std::vector<float> buf;
+  for (int64_t r = 0; r < rows; r += chunk) {
+    const int64_t n = std::min(chunk, rows - r);
+    buf.resize(static_cast<size_t>(n * cols));
+    RowsToFloat(t, cols, order, r, n, buf.data());
+    out += EncodeGgmlRows(type, buf.data(), n, cols);
+  }
+}
+
 StatusOr<std::string> EncodeTensor(const WeightStore& store, const Planned& p) {
+  std::string out;
+  out.reserve(p.nbytes);
+  if (!p.experts.empty()) {
+    for (const std::string& expert : p.experts) {
+      XI_ASSIGN_OR_RETURN(Tensor t, store.Get(expert));
+      EncodeRows(t, p.shape[1], p.shape[2], {}, p.type, out);
+    }
+    return out;
+  }
   XI_ASSIGN_OR_RETURN(Tensor t, store.Get(p.source));
   const int64_t rows = p.shape.size() == 2 ? p.shape[0] : 1;
   const int64_t cols = p.shape.size() == 2 ? p.shape[1] : p.shape[0];
@@ -223,17 +287,7 @@ StatusOr<std::string> EncodeTensor(const WeightStore& store, const Planned& p) {
     RowsToFloat(t.Reshaped({cols, 1}), 1, order, 0, cols, v.data());
     return EncodeGgmlRows(p.type, v.data(), 1, cols);
   }
-  // A few MiB of F32 at a time, whatever the tensor's size.
-  const int64_t chunk = std::max<int64_t>(1, (4 << 20) / std::max<int64_t>(cols, 1));
-  std::string out;
-  out.reserve(p.nbytes);
-  std::vector<float> buf;
-  for (int64_t r = 0; r < rows; r += chunk) {
-    const int64_t n = std::min(chunk, rows - r);
-    buf.resize(static_cast<size_t>(n * cols));
-    RowsToFloat(t, cols, order, r, n, buf.data());
-    out += EncodeGgmlRows(p.type, buf.data(), n, cols);
-  }
+  EncodeRows(t, rows, cols, order, p.type, out);
   return out;
 }
 
@@ -266,6 +320,11 @@ Status AddModelMetadata(const std::string& src_dir, const ModelConfig& c, const 
                 static_cast<uint32_t>(c.rope_scaling.original_max_position_embeddings));
   }
   w->SetF32(p + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
+  if (c.is_moe()) {
+    w->SetU32(p + "expert_count", static_cast<uint32_t>(c.num_experts));
+    w->SetU32(p + "expert_used_count", static_cast<uint32_t>(c.num_experts_per_tok));
+    w->SetU32(p + "expert_feed_forward_length", static_cast<uint32_t>(c.moe_intermediate_size));
+  }
   w->SetU32(p + "vocab_size", static_cast<uint32_t>(c.vocab_size));
   // An explicit head_dim (Qwen3's differs from hidden / heads) is the only way llama.cpp learns it.
   if (raw.is_object() && raw.contains("head_dim")) {
@@ -283,9 +342,20 @@ Status WriteGguf(const std::string& src_dir, const std::string& tmp, GgufExportT
     if (c.architecture == a.hf) arch = a.gguf;
   if (arch.empty())
     return Unimplemented(
-        "GGUF export supports LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM, "
-        "not {}",
+        "GGUF export supports LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and "
+        "Qwen3MoeForCausalLM, not {}",
         c.architecture);
+  // llama.cpp's qwen3moe graph routes every layer and renormalizes the picked experts' weights.
+  if (c.is_moe() && !c.norm_topk_prob)
+    return Unimplemented(
+        "GGUF qwen3moe files renormalize the experts' weights; this model "
+        "has norm_topk_prob false");
+  for (int l = 0; c.is_moe() && l < c.num_hidden_layers; ++l)
+    if (!c.IsSparseLayer(l))
+      return Unimplemented(
+          "GGUF qwen3moe files have experts in every layer; layer {} is dense "
+          "(mlp_only_layers / decoder_sparse_step)",
+          l);
   if (!c.quantization.method.empty())
     return InvalidArgument(
         "the source model is already quantized ({}); export an unquantized F32/F16/BF16 "
@@ -304,7 +374,7 @@ Status WriteGguf(const std::string& src_dir, const std::string& tmp, GgufExportT
   std::map<std::string, const Planned*> by_name;
   for (Planned& p : plan) {
     p.type = TargetType(type, p);
-    const int64_t rows = p.shape.size() == 2 ? p.shape[0] : 1;
+    const int64_t rows = p.shape.size() >= 2 ? NumElements(p.shape) / p.shape.back() : 1;
     p.nbytes = static_cast<size_t>(rows) * RowBytes(p.type, p.shape.back());
     std::vector<int64_t> ne(p.shape.rbegin(), p.shape.rend());  // GGUF: innermost first
     w.AddTensorInfo(p.name, p.type, std::move(ne), p.nbytes);

@@ -1,5 +1,6 @@
 // `xinfer quantize --gguf TYPE SRC_DIR DST.gguf`: a Hugging Face folder (LlamaForCausalLM,
-// Qwen2ForCausalLM, Qwen3ForCausalLM; F32/F16/BF16 safetensors) as one GGUF v3 file laid out as
+// Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM; F32/F16/BF16 safetensors) as one GGUF
+// v3 file laid out as
 // llama.cpp's convert_hf_to_gguf.py (+ llama-quantize --pure for q8_0/q4_0) lays it out, so
 // llama.cpp and xinfer's GGUF loader both run it:
 //   - metadata: general.*, <arch>.* hyperparameters, general.file_type, and the tokenizer
@@ -7,7 +8,12 @@
 //   - tensors: llama.cpp's names (token_embd, blk.N.attn_q, ..., output_norm, output only when
 //     untied); llama-architecture attn_q/attn_k rows permuted as the converter does (GGML's rope
 //     pairs adjacent elements, Hugging Face's rotates halves; model/gguf_model.h undoes it);
-//   - types: 1-D tensors (norms, biases) F32; 2-D weights TYPE; with q8_0/q4_0 a weight whose row
+//   - MoE (qwen3moe): each layer's experts stacked into ffn_{gate,up,down}_exps, ne = {cols,
+//     rows, n_experts}, the router ffn_gate_inp kept F32, expert_count / expert_used_count /
+//     expert_feed_forward_length; a dense layer or norm_topk_prob false is refused (llama.cpp's
+//     graph cannot express either);
+//   - types: 1-D tensors (norms, biases) F32; 2-D weights and stacked experts TYPE; with q8_0/q4_0
+//   a weight whose row
 //     length is not a multiple of 32 falls back to F16 (logged). Quantization is round-to-nearest
 //     exactly as llama.cpp's reference quantizers (tensor/quant_blocks.h), without an imatrix.
 #pragma once

@@ -16,8 +16,12 @@
 namespace xinfer {
 namespace {
 
-// The attention lines of both formats: heads, RoPE and how far its scaling stretches the context.
-void PrintAttention(const ModelConfig& c) {
+// The model's shape, as both formats print it: architecture, sizes, attention heads, RoPE and how
+// far its scaling stretches the context, experts.
+void PrintShape(const ModelConfig& c) {
+  fmt::print("architecture: {} (model_type {})\n", c.architecture, c.model_type);
+  fmt::print("layers: {}  hidden: {}  intermediate: {}  vocab: {}\n", c.num_hidden_layers,
+             c.hidden_size, c.intermediate_size, c.vocab_size);
   fmt::print("attention: {} query heads, {} kv heads, head_dim {}, rope_theta {}\n",
              c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.rope_theta);
   const RopeScaling& r = c.rope_scaling;
@@ -29,6 +33,10 @@ void PrintAttention(const ModelConfig& c) {
                DerivedMaxModelLen(c));
   if (!r.freq_factors.empty())
     fmt::print("rope frequency factors: {} (rope_freqs.weight)\n", r.freq_factors.size());
+  if (c.is_moe())
+    fmt::print("experts: {} per sparse layer (intermediate {}), {} per token{}\n", c.num_experts,
+               c.moe_intermediate_size, c.num_experts_per_tok,
+               c.norm_topk_prob ? ", weights renormalized" : "");
 }
 
 struct InspectOptions {
@@ -84,11 +92,7 @@ int RunInspectGguf(const InspectOptions& o) {
   fmt::print("GGUF v{} ({} tensors, {} metadata keys, alignment {})\n", g.version(),
              g.tensors().size(), g.metadata().size(), g.alignment());
   if (config.ok()) {
-    const ModelConfig& c = *config;
-    fmt::print("architecture: {} (model_type {})\n", c.architecture, c.model_type);
-    fmt::print("layers: {}  hidden: {}  intermediate: {}  vocab: {}\n", c.num_hidden_layers,
-               c.hidden_size, c.intermediate_size, c.vocab_size);
-    PrintAttention(c);
+    PrintShape(*config);
   } else {
     fmt::print("not runnable here: {}\n", config.status().ToString());
   }
@@ -173,16 +177,9 @@ int RunInspect(const InspectOptions& o) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("architecture: {} (model_type {})\n", c.architecture, c.model_type);
-  fmt::print("layers: {}  hidden: {}  intermediate: {}  vocab: {}\n", c.num_hidden_layers,
-             c.hidden_size, c.intermediate_size, c.vocab_size);
-  PrintAttention(c);
+  PrintShape(c);
   fmt::print("tied embeddings: {}  max_position_embeddings: {}\n",
              c.tie_word_embeddings ? "yes" : "no", c.max_position_embeddings);
-  if (c.is_moe())
-    fmt::print("experts: {} per sparse layer (intermediate {}), {} per token{}\n", c.num_experts,
-               c.moe_intermediate_size, c.num_experts_per_tok,
-               c.norm_topk_prob ? ", weights renormalized" : "");
   if (!c.quantization.method.empty())
     fmt::print("quantization: {} {}-bit group {}\n", c.quantization.method, c.quantization.bits,
                c.quantization.group_size);

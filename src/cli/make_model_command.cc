@@ -27,7 +27,8 @@ struct Preset {
   int experts = 0, experts_per_tok = 0, moe_intermediate = 0;  // mixture of experts; 0: dense
 };
 
-// Shapes of the public checkpoints (config.json of each), plus a tiny demo for `make serve`.
+// Shapes of the public checkpoints (config.json of each), plus a tiny demo for `make serve` and a
+// tiny mixture of experts (8 experts, 2 per token) for trying the MoE paths in seconds.
 constexpr Preset kPresets[] = {
     {"qwen2.5-0.5b", "Qwen2ForCausalLM", "qwen2", 151936, 896, 4864, 24, 14, 2, 64, 32768, true,
      1e6},
@@ -42,7 +43,15 @@ constexpr Preset kPresets[] = {
     {"qwen3-30b-a3b", "Qwen3MoeForCausalLM", "qwen3_moe", 151936, 2048, 6144, 48, 32, 4, 128, 40960,
      false, 1e6, 128, 8, 768},
     {"demo", "Qwen3ForCausalLM", "qwen3", 151936, 64, 192, 2, 4, 2, 32, 4096, true, 1e6},
+    {"demo-moe", "Qwen3MoeForCausalLM", "qwen3_moe", 151936, 64, 192, 2, 4, 2, 32, 4096, true, 1e6,
+     8, 2, 64},
 };
+
+std::string PresetNames() {
+  std::string names;
+  for (const Preset& p : kPresets) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  return names;
+}
 
 struct MakeModelOptions {
   std::string preset;
@@ -126,13 +135,10 @@ std::vector<TensorSpec> Tensors(const Preset& p, DType dt) {
 
 int RunMakeModel(const MakeModelOptions& o) {
   const Preset* preset = nullptr;
-  std::string names;
-  for (const Preset& p : kPresets) {
-    names += (names.empty() ? "" : ", ") + std::string(p.name);
+  for (const Preset& p : kPresets)
     if (o.preset == p.name) preset = &p;
-  }
   if (preset == nullptr)
-    return ReportError(InvalidArgument("unknown preset '{}' (known: {})", o.preset, names));
+    return ReportError(InvalidArgument("unknown preset '{}' (known: {})", o.preset, PresetNames()));
   Preset p = *preset;
   if (o.layers < 0) return ReportError(InvalidArgument("--layers must be positive"));
   if (o.layers > 0) p.layers = o.layers;
@@ -208,9 +214,7 @@ void AddMakeModelCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<MakeModelOptions>();
   CLI::App* cmd =
       app.add_subcommand("make-model", "Write a random-weight model of a real shape (HF layout)");
-  cmd->add_option("--preset", o->preset,
-                  "qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b or demo")
-      ->required();
+  cmd->add_option("--preset", o->preset, PresetNames())->required();
   cmd->add_option("--out", o->out, "Output folder")->required();
   cmd->add_option("--dtype", o->dtype, "bf16 (default), f16 or f32");
   cmd->add_option("--tokenizer", o->tokenizer,

@@ -39,8 +39,9 @@ double PeakFor(const MachineLimits& m, ComputePeak peak, const char** name) {
   return m.f32_gflop_s;
 }
 
-// A GGUF file: projections are the 2-D blk.* weights; token_embd doubles as the lm_head when
-// there is no output.weight.
+// A GGUF file: projections are the 2-D blk.* weights and a MoE file's stacked experts (3-D
+// ffn_*_exps, of which a token reads expert_used_count / expert_count); token_embd doubles as the
+// lm_head when there is no output.weight.
 StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype, bool bf16_weights) {
   XI_ASSIGN_OR_RETURN(auto gguf, GgufFile::Open(path));
   XI_ASSIGN_OR_RETURN(std::string arch, gguf->GetString("general.architecture"));
@@ -52,24 +53,33 @@ StatusOr<ModelCost> GgufModelCost(const std::string& path, DType kv_dtype, bool 
   auto key_length = gguf->GetInt(arch + ".attention.key_length");
   const int64_t head_dim = key_length.ok() ? *key_length : (heads > 0 ? hidden / heads : 0);
   ModelCost cost;
+  auto experts = gguf->GetInt(arch + ".expert_count");
+  auto experts_per_tok = gguf->GetInt(arch + ".expert_used_count");
+  if (experts.ok() && experts_per_tok.ok() && *experts > 0)
+    cost.routed_share = static_cast<double>(*experts_per_tok) / static_cast<double>(*experts);
   bool has_output = false;
   size_t embed_bytes = 0;
   int64_t vocab = 0;
   for (const GgufTensorInfo& t : gguf->tensors()) {
-    const bool matrix =
-        t.name.rfind("blk.", 0) == 0 && EndsWith(t.name, ".weight") && t.shape.size() == 2;
+    const bool block_weight = t.name.rfind("blk.", 0) == 0 && EndsWith(t.name, ".weight");
+    const bool stacked_experts = block_weight && t.shape.size() == 3 && cost.routed_share > 0;
+    const bool matrix = block_weight && (t.shape.size() == 2 || stacked_experts);
+    const double active = stacked_experts ? cost.routed_share : 1.0;
     const bool converted = bf16_weights && (t.type == ggml::kF16 || t.type == ggml::kF32) &&
                            (matrix || t.name == "output.weight" || t.name == "token_embd.weight");
     const size_t bytes = HeldBytes(t.size, t.num_elements, converted, t.shape.size() == 1);
     cost.weight_bytes += bytes;
+    if (stacked_experts) cost.expert_bytes += bytes;
     if (EndsWith(t.name, "_norm.weight")) cost.norm_bytes += bytes;
     if (t.name.find(".attn_k.") != std::string::npos ||
         t.name.find(".attn_v.") != std::string::npos)
       cost.kv_proj_bytes += bytes;
     if (matrix) {
-      cost.linear_flops += 2.0 * static_cast<double>(t.num_elements);
-      cost.decode_read_bytes += bytes;
-      cost.dtype = converted ? "BF16" : GgmlTypeName(t.type);
+      cost.linear_flops += active * 2.0 * static_cast<double>(t.num_elements);
+      cost.decode_read_bytes += static_cast<size_t>(active * static_cast<double>(bytes));
+      // The router stays F32 in any file; the projections say what the file is.
+      if (!EndsWith(t.name, ".ffn_gate_inp.weight"))
+        cost.dtype = converted ? "BF16" : GgmlTypeName(t.type);
     } else if (t.name == "output.weight") {
       has_output = true;
       cost.decode_read_bytes += bytes;

@@ -11,8 +11,10 @@ struct ArchName {
   const char* gguf;
   const char* hf;
 };
-constexpr ArchName kArchitectures[] = {
-    {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+constexpr ArchName kArchitectures[] = {{"llama", "LlamaForCausalLM"},
+                                       {"qwen2", "Qwen2ForCausalLM"},
+                                       {"qwen3", "Qwen3ForCausalLM"},
+                                       {"qwen3moe", "Qwen3MoeForCausalLM"}};
 
 StatusOr<int> PositiveInt(const GgufFile& f, const std::string& key) {
   XI_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
@@ -37,6 +39,35 @@ Status ReadRopeScaling(const GgufFile& f, const std::string& p, const std::strin
   return Status::Ok();
 }
 
+// qwen3moe's expert keys, as llama.cpp's loader reads them: every layer sparse, softmax routing
+// renormalized over the picked experts (the graph hard-codes both, as Qwen3-MoE's configs set
+// them), expert_feed_forward_length defaulting to feed_forward_length / expert_used_count.
+Status ReadExperts(const GgufFile& f, const std::string& p, ModelConfig& c) {
+  XI_ASSIGN_OR_RETURN(c.num_experts, PositiveInt(f, p + "expert_count"));
+  XI_ASSIGN_OR_RETURN(c.num_experts_per_tok, PositiveInt(f, p + "expert_used_count"));
+  if (c.num_experts_per_tok > c.num_experts)
+    return InvalidArgument("metadata '{}' = {} exceeds '{}' = {}", p + "expert_used_count",
+                           c.num_experts_per_tok, p + "expert_count", c.num_experts);
+  if (f.Has(p + "expert_feed_forward_length")) {
+    XI_ASSIGN_OR_RETURN(c.moe_intermediate_size, PositiveInt(f, p + "expert_feed_forward_length"));
+  } else if (c.intermediate_size > 0) {
+    c.moe_intermediate_size = c.intermediate_size / c.num_experts_per_tok;
+  }
+  if (c.moe_intermediate_size <= 0)
+    return InvalidArgument("metadata needs '{}' (or '{}')", p + "expert_feed_forward_length",
+                           p + "feed_forward_length");
+  // No layer keeps a dense MLP; intermediate_size only sizes scratch that no layer uses.
+  if (c.intermediate_size <= 0) c.intermediate_size = c.moe_intermediate_size;
+  if (auto shared = f.GetInt(p + "expert_shared_count"); shared.ok() && *shared != 0)
+    return Unimplemented("shared experts ({} = {}) are not supported for {}",
+                         p + "expert_shared_count", *shared, c.model_type);
+  if (auto gating = f.GetInt(p + "expert_gating_func"); gating.ok() && *gating != 1)
+    return Unimplemented("expert gating function {} is not supported (softmax, 1, is)", *gating);
+  c.norm_topk_prob = true;
+  c.decoder_sparse_step = 1;
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::string> GgufArchitectureToHf(const std::string& gguf_arch) {
@@ -55,7 +86,12 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& f) {
   c.model_type = arch;
   const std::string p = arch + ".";
   XI_ASSIGN_OR_RETURN(c.hidden_size, PositiveInt(f, p + "embedding_length"));
-  XI_ASSIGN_OR_RETURN(c.intermediate_size, PositiveInt(f, p + "feed_forward_length"));
+  const bool moe = arch == "qwen3moe";
+  // llama.cpp's MoE loaders take feed_forward_length as optional; the dense ones need it.
+  if (!moe || f.Has(p + "feed_forward_length")) {
+    XI_ASSIGN_OR_RETURN(c.intermediate_size, PositiveInt(f, p + "feed_forward_length"));
+  }
+  if (moe) XI_RETURN_IF_ERROR(ReadExperts(f, p, c));
   XI_ASSIGN_OR_RETURN(c.num_hidden_layers, PositiveInt(f, p + "block_count"));
   XI_ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(f, p + "attention.head_count"));
   c.num_key_value_heads = c.num_attention_heads;

@@ -35,6 +35,48 @@ Status LoadVector(const GgufFile& f, const std::string& name, int64_t n, Tensor*
   return Status::Ok();
 }
 
+// One of llama.cpp's stacked expert tensors, ne = {cols, rows, n_experts} (each expert's [rows,
+// cols] matrix after the previous one's), cut into per-expert Weights that share its mapping.
+Status LoadExpertMatrices(const GgufFile& f, const std::string& name, int64_t experts, int64_t rows,
+                          int64_t cols, std::vector<Weight*> out) {
+  const GgufTensorInfo* info = f.FindTensor(name);
+  if (info == nullptr) return NotFound("tensor '{}' not found", name);
+  if (info->ne != std::vector<int64_t>{cols, rows, experts})
+    return InvalidArgument("tensor '{}' has dimensions {}, expected [{}, {}, {}]", name,
+                           ShapeToString(info->ne), cols, rows, experts);
+  XI_ASSIGN_OR_RETURN(Weight stacked, f.GetWeight(name));
+  for (int64_t e = 0; e < experts; ++e) {
+    if (!stacked.quantized()) {
+      *out[e] = Weight(stacked.dense().Slice0(e, e + 1).Reshaped({rows, cols}));
+      continue;
+    }
+    QuantTensor q = stacked.quant();
+    q.rows = rows;
+    q.data = q.data.Slice0(e * rows, (e + 1) * rows);
+    *out[e] = Weight(std::move(q));
+  }
+  return Status::Ok();
+}
+
+// A qwen3moe layer's router (ffn_gate_inp, [experts, hidden]) and stacked experts.
+Status LoadGgufExperts(const GgufFile& f, const std::string& p, const ModelConfig& c,
+                       DecoderLayerWeights& lw) {
+  const int64_t h = c.hidden_size, e_size = c.moe_intermediate_size, n = c.num_experts;
+  XI_RETURN_IF_ERROR(LoadMatrix(f, p + "ffn_gate_inp.weight", n, h, &lw.router));
+  lw.experts.resize(static_cast<size_t>(n));
+  auto each = [&](Weight ExpertWeights::*proj) {
+    std::vector<Weight*> out;
+    for (ExpertWeights& e : lw.experts) out.push_back(&(e.*proj));
+    return out;
+  };
+  XI_RETURN_IF_ERROR(LoadExpertMatrices(f, p + "ffn_gate_exps.weight", n, e_size, h,
+                                        each(&ExpertWeights::gate_proj)));
+  XI_RETURN_IF_ERROR(
+      LoadExpertMatrices(f, p + "ffn_up_exps.weight", n, e_size, h, each(&ExpertWeights::up_proj)));
+  return LoadExpertMatrices(f, p + "ffn_down_exps.weight", n, h, e_size,
+                            each(&ExpertWeights::down_proj));
+}
+
 }  // namespace
 
 StatusOr<Weight> UnpermuteLlamaRows(const Weight& w, int n_heads) {
@@ -114,6 +156,10 @@ StatusOr<DecoderWeights> LoadGgufDecoderWeights(const GgufFile& f, const ModelCo
       XI_RETURN_IF_ERROR(LoadVector(f, p + "attn_q_norm.weight", d, &lw.q_norm));
       XI_RETURN_IF_ERROR(LoadVector(f, p + "attn_k_norm.weight", d, &lw.k_norm));
     }
+    if (c.IsSparseLayer(l)) {
+      XI_RETURN_IF_ERROR(LoadGgufExperts(f, p, c, lw));
+      continue;
+    }
     XI_RETURN_IF_ERROR(LoadMatrix(f, p + "ffn_gate.weight", i_size, h, &lw.gate_proj));
     XI_RETURN_IF_ERROR(LoadMatrix(f, p + "ffn_up.weight", i_size, h, &lw.up_proj));
     XI_RETURN_IF_ERROR(LoadMatrix(f, p + "ffn_down.weight", h, i_size, &lw.down_proj));
@@ -128,7 +174,7 @@ StatusOr<DecoderModelParts> LoadGgufDecoderParts(const std::string& path) {
   StatusOr<DecoderSpec> spec = Status(StatusCode::kInternal, "unreachable");
   if (config->model_type == "llama") spec = LlamaSpec(*config);
   if (config->model_type == "qwen2") spec = Qwen2Spec(*config);
-  if (config->model_type == "qwen3") spec = Qwen3Spec(*config);
+  if (config->model_type == "qwen3" || config->model_type == "qwen3moe") spec = Qwen3Spec(*config);
   if (!spec.ok()) return spec.status().WithContext(path);
   auto weights = LoadGgufDecoderWeights(*file, *config, *spec);
   if (!weights.ok()) return weights.status().WithContext(path);

@@ -69,7 +69,7 @@ StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const Proto
   }
   XI_ASSIGN_OR_RETURN(r.prompts, BatchedPromptIds(body["input"], ctx, "input", 2048));
   for (std::vector<int32_t>& ids : r.prompts) {
-    XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids));
+    XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids, KeepEnd::kFirst));
     if (static_cast<int>(ids.size()) > ctx.max_model_len)
       return InvalidArgument(
           "This model's maximum context length is {} tokens. However, you requested {} tokens "

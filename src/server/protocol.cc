@@ -63,7 +63,7 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
 // and the context check vLLM makes (prompt + max_tokens within max_model_len).
 Status ParseParams(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids,
                    const SamplingParams& defaults, GenerationRequest& r) {
-  XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids));
+  XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids, KeepEnd::kLast));
   const int prompt_len = static_cast<int>(ids.size());
   XI_ASSIGN_OR_RETURN(r.params, ParseSamplingParams(body, defaults, ctx.max_model_len, prompt_len));
   XI_RETURN_IF_ERROR(r.params.Validate(ctx.vocab_size, ctx.max_logprobs));
@@ -228,17 +228,28 @@ Status CheckTools(const json& body, const ProtocolContext& ctx, GenerationReques
 
 }  // namespace
 
-Status TruncatePrompt(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids) {
+StatusOr<std::optional<size_t>> TruncationLimit(const json& body, const ProtocolContext& ctx) {
   if (!body.contains("truncate_prompt_tokens") || body["truncate_prompt_tokens"].is_null())
-    return Status::Ok();
+    return std::optional<size_t>();
   const std::optional<int32_t> k = JsonInt32(body["truncate_prompt_tokens"]);
   if (!k || (*k < 1 && *k != -1))
     return InvalidArgument("truncate_prompt_tokens must be an integer >= 1, or -1");
   if (*k > ctx.max_model_len)
     return InvalidArgument("truncate_prompt_tokens {} is larger than max_model_len {}", *k,
                            ctx.max_model_len);
-  const size_t keep = static_cast<size_t>(*k == -1 ? ctx.max_model_len : *k);
-  if (ids.size() > keep) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+  return std::optional<size_t>(static_cast<size_t>(*k == -1 ? ctx.max_model_len : *k));
+}
+
+Status TruncatePrompt(const json& body, const ProtocolContext& ctx, std::vector<int32_t>& ids,
+                      KeepEnd keep) {
+  XI_ASSIGN_OR_RETURN(std::optional<size_t> limit, TruncationLimit(body, ctx));
+  if (!limit || ids.size() <= *limit) return Status::Ok();
+  const auto cut = static_cast<std::ptrdiff_t>(ids.size() - *limit);
+  if (keep == KeepEnd::kLast) {
+    ids.erase(ids.begin(), ids.begin() + cut);
+  } else {
+    ids.resize(*limit);
+  }
   return Status::Ok();
 }
 

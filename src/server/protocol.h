@@ -112,10 +112,19 @@ Status CheckModel(const nlohmann::ordered_json& body, const ServerConfig& config
 // "<prefix><32 hex digits>".
 std::string NewRequestId(const std::string& prefix);
 
-// vLLM's truncate_prompt_tokens (absent or null: nothing): k >= 1 keeps the prompt's last k
-// tokens, -1 the last max_model_len; `ids` is cut in place. InvalidArgument for other values.
+// vLLM's truncate_prompt_tokens: nullopt when absent or null, k for k >= 1, max_model_len for -1;
+// InvalidArgument for other values or k > max_model_len.
+StatusOr<std::optional<size_t>> TruncationLimit(const nlohmann::ordered_json& body,
+                                                const ProtocolContext& ctx);
+
+// Which end of a prompt truncate_prompt_tokens keeps, as vLLM sets its tokenizer's
+// truncation_side by runner: generation keeps the end (the text nearest what comes next),
+// pooling models (embeddings, scores) the beginning.
+enum class KeepEnd { kLast, kFirst };
+
+// Cuts `ids` in place to the request's truncate_prompt_tokens (TruncationLimit), keeping `keep`.
 Status TruncatePrompt(const nlohmann::ordered_json& body, const ProtocolContext& ctx,
-                      std::vector<int32_t>& ids);
+                      std::vector<int32_t>& ids, KeepEnd keep);
 
 // The start of a pooling request (/v1/embeddings, /score, /rerank): the model checked, id,
 // created, the model name the body used, and parameters under which the engine's one step ends

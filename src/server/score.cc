@@ -35,10 +35,17 @@ StatusOr<GenerationRequest> PairsRequest(const json& body, const ProtocolContext
                                          const std::vector<std::string>& firsts,
                                          const std::vector<std::string>& seconds) {
   XI_ASSIGN_OR_RETURN(GenerationRequest r, NewPoolingRequest(body, ctx, endpoint, id_prefix));
+  XI_ASSIGN_OR_RETURN(std::optional<size_t> limit, TruncationLimit(body, ctx));
   for (size_t i = 0; i < seconds.size(); ++i) {
     const std::string& first = firsts.size() == 1 ? firsts[0] : firsts[i];
     XI_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ctx.tokenizer.Encode(first, true));
     XI_ASSIGN_OR_RETURN(std::vector<int32_t> second, ctx.tokenizer.Encode(seconds[i], false));
+    if (limit) {
+      const auto [keep_first, keep_second] =
+          PairLengthsLongestFirst(ids.size(), second.size(), *limit);
+      ids.resize(keep_first);
+      second.resize(keep_second);
+    }
     ids.insert(ids.end(), second.begin(), second.end());
     if (ids.empty()) return InvalidArgument("pair {} has no tokens", i);
     if (static_cast<int>(ids.size()) > ctx.max_model_len)
@@ -52,6 +59,18 @@ StatusOr<GenerationRequest> PairsRequest(const json& body, const ProtocolContext
 }
 
 }  // namespace
+
+std::pair<size_t, size_t> PairLengthsLongestFirst(size_t first, size_t second, size_t limit) {
+  if (first + second <= limit) return {first, second};
+  const bool first_shorter = first <= second;  // a tie counts the second as the longer
+  const size_t shorter = first_shorter ? first : second;
+  // The shorter text whole if it fits in half the limit, the longer one the rest; else half each,
+  // the odd token to the longer one.
+  const size_t keep_shorter = shorter <= limit / 2 ? shorter : limit / 2;
+  const size_t keep_longer = limit - keep_shorter;
+  return first_shorter ? std::pair{keep_shorter, keep_longer}
+                       : std::pair{keep_longer, keep_shorter};
+}
 
 bool IsScorePath(const std::string& path) { return path == "/score" || path == "/v1/score"; }
 

@@ -3,10 +3,12 @@
 // and the Jina / Cohere compatible POST /rerank, /v1/rerank and /v2/rerank (`query`,
 // `documents`, `top_n`). Each pair is one engine request whose prompt is the tokens of its first
 // text then of its second (as a tokenizer encodes a text pair), and whose score is the engine's.
+// truncate_prompt_tokens cuts each pair as vLLM's tokenizer call does (PairLengthsLongestFirst).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/protocol.h"
@@ -17,6 +19,13 @@ namespace xinfer::server {
 // True for the paths the scoring APIs answer on.
 bool IsScorePath(const std::string& path);
 bool IsRerankPath(const std::string& path);
+
+// How many tokens of a (first, second) text pair remain when the pair is cut to `limit` tokens as
+// Hugging Face tokenizers' longest_first truncation cuts it (what vLLM asks for with
+// truncate_prompt_tokens): the shorter text whole and the longer one the rest when the shorter
+// fits in half the limit, else half each with the odd token to the longer (on a tie, the second).
+// Each text keeps its beginning: vLLM truncates pooling models' inputs on the right.
+std::pair<size_t, size_t> PairLengthsLongestFirst(size_t first, size_t second, size_t limit);
 
 StatusOr<GenerationRequest> ParseScoreRequest(const nlohmann::ordered_json& body,
                                               const ProtocolContext& ctx);

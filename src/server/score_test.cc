@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace xinfer::server {
 namespace {
 
@@ -59,6 +63,33 @@ TEST(ScoreBuilderTest, ScoreListsEveryPairInOrder) {
   EXPECT_EQ(r["data"][1]["score"].get<float>(), 0.25f);
   EXPECT_EQ(r["data"][1]["object"], "score");
   EXPECT_EQ(r["usage"]["prompt_tokens"], 6);
+}
+
+// Hugging Face tokenizers' longest_first on a pair cut to 7 tokens, every combination of lengths
+// 0, 2, 4 and 8 (the cases its own tests enumerate), then the edges.
+TEST(PairLengthsLongestFirstTest, CutsAsTokenizersLongestFirst) {
+  using P = std::pair<size_t, size_t>;
+  const std::vector<std::pair<P, P>> cases = {
+      {{0, 0}, {0, 0}}, {{0, 2}, {0, 2}}, {{0, 4}, {0, 4}}, {{0, 8}, {0, 7}},
+      {{2, 0}, {2, 0}}, {{2, 2}, {2, 2}}, {{2, 4}, {2, 4}}, {{2, 8}, {2, 5}},
+      {{4, 0}, {4, 0}}, {{4, 2}, {4, 2}}, {{4, 4}, {3, 4}}, {{4, 8}, {3, 4}},
+      {{8, 0}, {7, 0}}, {{8, 2}, {5, 2}}, {{8, 4}, {4, 3}}, {{8, 8}, {3, 4}}};
+  for (const auto& [in, want] : cases)
+    EXPECT_EQ(PairLengthsLongestFirst(in.first, in.second, 7), want)
+        << in.first << ", " << in.second;
+  // An even limit splits evenly; a limit of 1 leaves one token, the longer text's (the second's
+  // on a tie); the result always fits and never grows a text.
+  EXPECT_EQ(PairLengthsLongestFirst(10, 10, 6), (P{3, 3}));
+  EXPECT_EQ(PairLengthsLongestFirst(5, 5, 1), (P{0, 1}));
+  EXPECT_EQ(PairLengthsLongestFirst(9, 5, 1), (P{1, 0}));
+  for (size_t a = 0; a < 12; ++a)
+    for (size_t b = 0; b < 12; ++b)
+      for (size_t limit = 1; limit < 12; ++limit) {
+        const auto [x, y] = PairLengthsLongestFirst(a, b, limit);
+        EXPECT_LE(x, a);
+        EXPECT_LE(y, b);
+        EXPECT_EQ(x + y, std::min(a + b, limit)) << a << " " << b << " " << limit;
+      }
 }
 
 }  // namespace

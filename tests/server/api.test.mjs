@@ -971,15 +971,16 @@ describe('--task embed (pooling model)', { skip: skipUnless(QWEN) }, () => {
       assert.deepEqual(byIds.data[0].embedding, r.data[0].embedding);
       assert.equal(floats.usage.prompt_tokens, ids.length);
       assert.equal(floats.usage.total_tokens, ids.length);
-      // truncate_prompt_tokens keeps each input's last tokens, as on completions.
+      // truncate_prompt_tokens keeps each input's first tokens (vLLM truncates a pooling model's
+      // inputs on the right; completions keep the last ones).
       const cutIds = (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: 'Hello world, 你好' }))
         .json.tokens;
       assert.ok(cutIds.length > 2);
       const truncated = await client.embeddings.create({ model: 'test-model', input: 'Hello world, 你好',
         encoding_format: 'float', truncate_prompt_tokens: 2 });
-      const tail = await client.embeddings.create({ model: 'test-model', input: [cutIds.slice(-2)],
+      const head2 = await client.embeddings.create({ model: 'test-model', input: [cutIds.slice(0, 2)],
         encoding_format: 'float' });
-      assert.deepEqual(truncated.data[0].embedding, tail.data[0].embedding);
+      assert.deepEqual(truncated.data[0].embedding, head2.data[0].embedding);
       assert.equal(truncated.usage.prompt_tokens, 2);
       // dimensions: the first ones, normalized again.
       const cut = await client.embeddings.create({ model: 'test-model', input: 'Hello world',
@@ -1067,6 +1068,25 @@ describe('reranker (score / rerank)', { skip: skipUnless(QWEN) }, () => {
       }
       const invoked = await raw(srv.baseURL, 'POST', '/invocations', { text_1: query, text_2: docs });
       assert.deepEqual(invoked.json.data.map((d) => d.score), scores);
+      // truncate_prompt_tokens cuts each pair longest-first, each text keeping its beginning: both
+      // texts here are longer than half of 8 tokens, so each keeps its first 4 — the score of the
+      // pair of those 4-token prefixes.
+      const ids = async (text) => (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: text })).json.tokens;
+      const text = async (tokens) =>
+        (await raw(srv.baseURL, 'POST', '/detokenize', { tokens })).json.prompt;
+      const [q, d] = [await ids(query), await ids(docs[0])];
+      assert.ok(q.length > 4 && d.length > 4);
+      const cut = await client.post('/score', { body: { text_1: query, text_2: docs[0],
+        truncate_prompt_tokens: 8 } });
+      assert.equal(cut.usage.prompt_tokens, 8);
+      const prefixes = await client.post('/score', { body: { text_1: await text(q.slice(0, 4)),
+        text_2: await text(d.slice(0, 4)) } });
+      assert.equal(prefixes.usage.prompt_tokens, 8);
+      assert.equal(cut.data[0].score, prefixes.data[0].score);
+      assert.notEqual(cut.data[0].score, scores[0]);
+      const whole = await client.post('/rerank', { body: { query, documents: docs,
+        truncate_prompt_tokens: -1 } });
+      assert.equal(whole.usage.total_tokens, score.usage.total_tokens);
       // One kind of model per server; bad inputs are 400s naming what is wrong.
       for (const [path, body, message] of [
         ['/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }] }, /serves scores/],
@@ -1077,6 +1097,10 @@ describe('reranker (score / rerank)', { skip: skipUnless(QWEN) }, () => {
         ['/score', { text_1: 'a', text_2: [] }, /text_2 must be a string or a list of 1 to/],
         ['/rerank', { documents: ['a'] }, /query must be a string/],
         ['/rerank', { query: 'q', documents: ['a'], top_n: -1 }, /top_n must be a non-negative/],
+        ['/rerank', { query: 'q', documents: ['a'], truncate_prompt_tokens: 0 },
+          /truncate_prompt_tokens must be an integer >= 1, or -1/],
+        ['/score', { text_1: 'q', text_2: 'a', truncate_prompt_tokens: 1 << 30 },
+          /truncate_prompt_tokens 1073741824 is larger than max_model_len/],
         ['/rerank', { query: 'q', documents: ['a'], model: 'other' }, /does not exist/]]) {
         const res = await raw(srv.baseURL, 'POST', path, body);
         assert.ok(res.status === 400 || res.status === 404, `${path} ${JSON.stringify(body)}`);

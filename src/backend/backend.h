@@ -65,6 +65,17 @@ class Ops {
     Tensor* out;
   };
   virtual void LinearMany(const Tensor& x, std::span<const LinearOut> parts);
+  // A Linear per group of x's rows, no bias: out's rows [row_begin, row_end) = the same rows of
+  // x (2-D [T, K]) @ w^T. A mixture-of-experts layer runs each expert's weight on its tokens' rows
+  // this way. `out` is [T, w rows]; groups may share one (disjoint rows) or not (gate and up of
+  // the same rows). Bitwise what a Linear per group on its rows gives; a backend may run them all
+  // as one job (x prepared once, one fork-join). The default calls Linear per group.
+  struct RowGroupLinear {
+    const Weight* w;
+    Tensor* out;
+    int64_t row_begin, row_end;
+  };
+  virtual void LinearRowGroups(const Tensor& x, std::span<const RowGroupLinear> groups);
   // out[t, :] = dequantize(table row ids[t]).
   virtual void QuantEmbedding(const QuantTensor& table, std::span<const int32_t> ids, Tensor& out);
   // out[T, N] = x[T, K] @ dequantize(w)[N, K]^T (+ bias[N]), accumulated in F32. Every output

@@ -153,22 +153,22 @@ void FastCpuOps::PrepareDenseX(DenseKernel kind, int64_t t_rows, cpu::LinearTask
   });
 }
 
-void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t t_rows, int64_t n0,
-                          int64_t n1) {
+void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t t0, int64_t t1,
+                          int64_t n0, int64_t n1) {
   switch (kind) {
     case DenseKernel::kSimd:
-      return cpu::simd::Linear(task, 0, t_rows, n0, n1);
+      return cpu::simd::Linear(task, t0, t1, n0, n1);
     case DenseKernel::kBf16Dot:
-      return cpu::avx512::LinearBf16Dot(task, 0, t_rows, n0, n1);
+      return cpu::avx512::LinearBf16Dot(task, t0, t1, n0, n1);
     case DenseKernel::kBf16Widen:
-      return cpu::avx512::LinearBf16Widen(task, 0, t_rows, n0, n1);
+      return cpu::avx512::LinearBf16Widen(task, t0, t1, n0, n1);
     case DenseKernel::kF32Acc:
-      return cpu::avx512::LinearF32Acc(task, 0, t_rows, n0, n1);
+      return cpu::avx512::LinearF32Acc(task, t0, t1, n0, n1);
     case DenseKernel::kBf16DotPanels:
-      return cpu::avx512::LinearPanelsBf16Dot(task, 0, t_rows, n0, n1);
+      return cpu::avx512::LinearPanelsBf16Dot(task, t0, t1, n0, n1);
     case DenseKernel::kPanels:
-      return features_.avx512 ? cpu::avx512::LinearPanels(task, 0, t_rows, n0, n1)
-                              : cpu::avx2::LinearPanels(task, 0, t_rows, n0, n1);
+      return features_.avx512 ? cpu::avx512::LinearPanels(task, t0, t1, n0, n1)
+                              : cpu::avx2::LinearPanels(task, t0, t1, n0, n1);
     case DenseKernel::kReference:
       break;
   }
@@ -189,7 +189,8 @@ void FastCpuOps::Linear(const Tensor& x, const Tensor& w, const Tensor* bias, Te
   PrepareDenseX(kind, t_rows, task);
   ForEachColumnRange(
       task.ldo, t_rows * task.k,
-      [&](int64_t n0, int64_t n1, int) { RunDense(kind, task, t_rows, n0, n1); }, ColumnUnit(task));
+      [&](int64_t n0, int64_t n1, int) { RunDense(kind, task, 0, t_rows, n0, n1); },
+      ColumnUnit(task));
 }
 
 void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
@@ -226,12 +227,12 @@ void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
     tasks[i].xp = tasks[0].xp;
     tasks[i].ldxp = tasks[0].ldxp;
   }
-  ForEachPartRange(std::span(unit_start.data(), parts.size() + 1),
-                   MinUnits(kMinParallelMacs, macs_per_unit),
-                   [&](size_t i, int64_t u0, int64_t u1) {
-                     const int64_t unit = ColumnUnit(tasks[i]);
-                     RunDense(kind, tasks[i], t_rows, u0 * unit, std::min(tasks[i].ldo, u1 * unit));
-                   });
+  ForEachPartRange(
+      std::span(unit_start.data(), parts.size() + 1), MinUnits(kMinParallelMacs, macs_per_unit),
+      [&](size_t i, int64_t u0, int64_t u1) {
+        const int64_t unit = ColumnUnit(tasks[i]);
+        RunDense(kind, tasks[i], 0, t_rows, u0 * unit, std::min(tasks[i].ldo, u1 * unit));
+      });
 }
 
 void FastCpuOps::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor& out) {

@@ -49,6 +49,9 @@ class FastCpuOps : public CpuOps {
   // Dense parts of one kernel family (up to kMaxLinearParts) run as one job: x prepared once, one
   // fork-join; anything else as separate Linears.
   void LinearMany(const Tensor& x, std::span<const LinearOut> parts) override;
+  // Groups whose weights all take one kernel family (fast_cpu_ops_groups.cc) run as one job: x
+  // prepared once for all its rows, one fork-join; anything else as a Linear per group.
+  void LinearRowGroups(const Tensor& x, std::span<const RowGroupLinear> groups) override;
   void QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias, Tensor& out) override;
   void Rope(Tensor& x, std::span<const int32_t> positions, const RopeSpec& rope) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor& out) override;
@@ -88,7 +91,7 @@ class FastCpuOps : public CpuOps {
                            std::vector<float>& bias_scratch, cpu::LinearTask& task);
   // The activations in the form `kind` reads (BF16-rounded or even/odd-permuted copies).
   void PrepareDenseX(DenseKernel kind, int64_t t_rows, cpu::LinearTask& task);
-  void RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t t_rows, int64_t n0,
+  void RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                 int64_t n1);
   static int64_t ColumnUnit(const cpu::LinearTask& task);
   // Checks QuantLinear's arguments and fills `task` (bias converted to F32); returns the rows of
@@ -108,14 +111,14 @@ class FastCpuOps : public CpuOps {
   // Returns the kernel that layout is for, to hand to RunInt8 for every range.
   Int8Isa PrepareInt8X(const Tensor& x, const QuantTensor& w, int64_t t_rows,
                        cpu::QuantLinearTask& task);
-  void RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
+  void RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                int64_t n1) const;
   // AWQ `w` without int8 activations on a W4A16 panel kernel (placed so by QuantLayoutFor): with
   // BF16 activations on AVX512-BF16 CPUs the vdpbf16ps one (W4A16Bf16); with F32 activations
   // AVX-512's where the CPU has it, else AVX2's (the same bits).
   bool W4A16Panels(const QuantTensor& w) const;
   bool W4A16Bf16(const QuantTensor& w) const;
-  void RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
+  void RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t0, int64_t t1, int64_t n0,
                       int64_t n1) const;
   // x for that kernel (into xp_ or xb_, and xsum_): BF16 in pair order, or F32 prescaled per
   // element; summed per group of 128.
@@ -126,6 +129,11 @@ class FastCpuOps : public CpuOps {
   // LinearMany of quantized parts that all take the same such kernel (vdpbf16ps 4-bit or int8)
   // on the same x layout; false: not applicable.
   bool LinearManyQuant(const Tensor& x, std::span<const LinearOut> parts);
+  // LinearRowGroups of quantized / dense weights of one kernel family; false: not applicable.
+  bool LinearRowGroupsQuant(const Tensor& x, std::span<const RowGroupLinear> groups);
+  bool LinearRowGroupsDense(const Tensor& x, std::span<const RowGroupLinear> groups);
+  // Points `to` at the x that `from` was prepared with (every prepared form of it).
+  static void ShareQuantX(const cpu::QuantLinearTask& from, cpu::QuantLinearTask& to);
   // QuantLinear with Highway's kernels (CPUs without AVX-512, or formats it lacks).
   void QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows);
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.
@@ -163,6 +171,10 @@ class FastCpuOps : public CpuOps {
   std::vector<float> bias_;
   static constexpr size_t kMaxLinearParts = 4;
   std::array<std::vector<float>, kMaxLinearParts> part_bias_;  // LinearMany's converted biases
+  // LinearRowGroups' per-group tasks and each group's first unit of the job.
+  std::vector<cpu::QuantLinearTask> group_quant_tasks_;
+  std::vector<cpu::LinearTask> group_dense_tasks_;
+  std::vector<int64_t> group_units_;
   std::vector<float> norm_w_;
   RopeSpec rope_spec_;  // the table's
   int64_t rope_rows_ = 0;

@@ -64,12 +64,12 @@ bool FastCpuOps::W4A16Bf16(const QuantTensor& w) const {
          cpu::avx512::W4A16Bf16PanelsSupports(w, features_);
 }
 
-void FastCpuOps::RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
-                                int64_t n1) const {
+void FastCpuOps::RunW4A16Panels(const cpu::QuantLinearTask& task, int64_t t0, int64_t t1,
+                                int64_t n0, int64_t n1) const {
   // PrepareW4A16X gave BF16 x (task.xs) exactly when W4A16Bf16 holds.
-  if (task.xs != nullptr) return cpu::avx512::QuantLinearW4A16Bf16Panels(task, 0, t_rows, n0, n1);
-  if (features_.avx512) return cpu::avx512::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
-  cpu::avx2::QuantLinearW4A16Panels(task, 0, t_rows, n0, n1);
+  if (task.xs != nullptr) return cpu::avx512::QuantLinearW4A16Bf16Panels(task, t0, t1, n0, n1);
+  if (features_.avx512) return cpu::avx512::QuantLinearW4A16Panels(task, t0, t1, n0, n1);
+  cpu::avx2::QuantLinearW4A16Panels(task, t0, t1, n0, n1);
 }
 
 Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
@@ -87,17 +87,17 @@ Layout FastCpuOps::QuantLayoutFor(const QuantTensor& w) const {
   return Layout::kRowMajor;
 }
 
-void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t_rows, int64_t n0,
-                         int64_t n1) const {
+void FastCpuOps::RunInt8(Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t0, int64_t t1,
+                         int64_t n0, int64_t n1) const {
   switch (isa) {
     case Int8Isa::kAvx512:
-      return cpu::avx512::QuantLinearInt8(task, 0, t_rows, n0, n1);
+      return cpu::avx512::QuantLinearInt8(task, t0, t1, n0, n1);
     case Int8Isa::kAvx512Panels:
-      return cpu::avx512::QuantLinearInt8Panels(task, 0, t_rows, n0, n1);
+      return cpu::avx512::QuantLinearInt8Panels(task, t0, t1, n0, n1);
     case Int8Isa::kAvx2:
-      return cpu::avx2::QuantLinearInt8(task, 0, t_rows, n0, n1);
+      return cpu::avx2::QuantLinearInt8(task, t0, t1, n0, n1);
     case Int8Isa::kNeon:
-      return cpu::neon::QuantLinearInt8(task, 0, t_rows, n0, n1);
+      return cpu::neon::QuantLinearInt8(task, t0, t1, n0, n1);
     case Int8Isa::kNone:
       break;
   }
@@ -141,26 +141,15 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
   } else {
     PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
   }
-  for (size_t i = 1; i < parts.size(); ++i) {
-    tasks[i].x = tasks[0].x;
-    tasks[i].hi_only = tasks[0].hi_only;
-    tasks[i].xs = tasks[0].xs;
-    tasks[i].ldxs = tasks[0].ldxs;
-    tasks[i].xsum = tasks[0].xsum;
-    tasks[i].ldxsum = tasks[0].ldxsum;
-    tasks[i].xq = tasks[0].xq;
-    tasks[i].ldxq = tasks[0].ldxq;
-    tasks[i].xaux = tasks[0].xaux;
-    tasks[i].ldxaux = tasks[0].ldxaux;
-  }
+  for (size_t i = 1; i < parts.size(); ++i) ShareQuantX(tasks[0], tasks[i]);
   ForEachPartRange(
       std::span(unit_start.data(), parts.size() + 1), MinUnits(kMinParallelMacs, 16 * t_rows * k),
       [&](size_t i, int64_t u0, int64_t u1) {
         const int64_t n0 = u0 * 16, n1 = std::min(tasks[i].ldo, u1 * 16);
         if (kind == QuantKernel::kInt8) {
-          RunInt8(isa, tasks[i], t_rows, n0, n1);
+          RunInt8(isa, tasks[i], 0, t_rows, n0, n1);
         } else if (kind == QuantKernel::kW4A16Panels) {
-          RunW4A16Panels(tasks[i], t_rows, n0, n1);
+          RunW4A16Panels(tasks[i], 0, t_rows, n0, n1);
         } else {
           cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
         }
@@ -180,8 +169,8 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     if (t_rows == 0) return;
     const Int8Isa isa = PrepareInt8X(x, w, t_rows, task);
     ForEachColumnRange(
-        n, t_rows * k, [&](int64_t n0, int64_t n1, int) { RunInt8(isa, task, t_rows, n0, n1); }, 16,
-        RangesFor(t_rows, isa));
+        n, t_rows * k, [&](int64_t n0, int64_t n1, int) { RunInt8(isa, task, 0, t_rows, n0, n1); },
+        16, RangesFor(t_rows, isa));
     return;
   }
   // AWQ g128 with F32 activations, placed in the int8 kernels' tiles.
@@ -190,8 +179,9 @@ void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor
     const int64_t t_rows = PrepareQuantTask(x, w, bias, out, task);
     if (t_rows == 0) return;
     PrepareW4A16X(x, t_rows, task);
-    ForEachColumnRange(n, t_rows * k,
-                       [&](int64_t n0, int64_t n1, int) { RunW4A16Panels(task, t_rows, n0, n1); });
+    ForEachColumnRange(n, t_rows * k, [&](int64_t n0, int64_t n1, int) {
+      RunW4A16Panels(task, 0, t_rows, n0, n1);
+    });
     return;
   }
   // Highway's kernels take every format on CPUs without AVX-512, and on AVX-512 CPUs the formats

@@ -105,6 +105,14 @@ void Ops::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
   for (const LinearOut& p : parts) Linear(x, *p.w, p.bias, *p.out);
 }
 
+void Ops::LinearRowGroups(const Tensor& x, std::span<const RowGroupLinear> groups) {
+  for (const RowGroupLinear& g : groups) {
+    if (g.row_begin == g.row_end) continue;
+    Tensor out = g.out->Slice0(g.row_begin, g.row_end);
+    Linear(x.Slice0(g.row_begin, g.row_end), *g.w, nullptr, out);
+  }
+}
+
 void Ops::QuantEmbedding(const QuantTensor& table, std::span<const int32_t> ids, Tensor& out) {
   cpu::QuantEmbeddingRef(table, ids, out);
 }

@@ -131,32 +131,37 @@ class DecoderLM : public CausalLM {
 
  private:
   // A sparse layer's MLP: the router picks each token's experts (on the host, as the sampler reads
-  // logits), each expert runs its tokens' rows, and `out` sums their outputs by the routing
-  // weights, per token in expert order (so a token's result does not depend on its batch).
+  // logits); every (token, expert) pick is a row, grouped by expert, so that one gather, one job
+  // for all the experts' gate and up, one SiLU·mul, one job for their down and one scatter-add do
+  // the layer (a few ops, not five per expert); `out` sums each token's expert outputs by the
+  // routing weights in expert order (so a token's result does not depend on its batch).
   void Experts(Ops& ops, const Tensor& normed, const DecoderLayerWeights& lw, Tensor& out) {
     const int64_t t = normed.dim(0);
     Tensor logits = arena_.router.Slice0(0, t);
     ops.Linear(normed, lw.router, nullptr, logits);
     RouteTokens({logits.data<float>(), static_cast<size_t>(logits.numel())}, config_.num_experts,
                 config_.num_experts_per_tok, config_.norm_topk_prob, routing_);
-    std::memset(out.raw(), 0, out.size_bytes());
+    const auto picks = static_cast<int64_t>(routing_.tokens.size());
+    Tensor xe = arena_.expert_x.Slice0(0, picks);
+    Tensor gate = arena_.expert_gate.Slice0(0, picks);
+    Tensor up = arena_.expert_up.Slice0(0, picks);
+    Tensor ye = arena_.expert_out.Slice0(0, picks);
+    ops.GatherRows(normed, routing_.tokens, xe);
+    gate_up_groups_.clear();
+    down_groups_.clear();
     for (int e = 0; e < config_.num_experts; ++e) {
-      const int32_t b = routing_.begin[e], n = routing_.begin[e + 1] - b;
-      if (n == 0) continue;
-      const std::span<const int32_t> rows(routing_.tokens.data() + b, n);
-      Tensor xe = arena_.expert_x.Slice0(0, n);
-      Tensor gate = arena_.expert_gate.Slice0(0, n);
-      Tensor up = arena_.expert_up.Slice0(0, n);
-      Tensor ye = arena_.expert_out.Slice0(0, n);
-      ops.GatherRows(normed, rows, xe);
+      const int64_t b = routing_.begin[e], end = routing_.begin[e + 1];
+      if (b == end) continue;
       const ExpertWeights& ew = lw.experts[e];
-      const Ops::LinearOut gate_up[] = {{&ew.gate_proj, nullptr, &gate},
-                                        {&ew.up_proj, nullptr, &up}};
-      ops.LinearMany(xe, gate_up);
-      ops.SiluMul(gate, up, gate);
-      ops.Linear(gate, ew.down_proj, nullptr, ye);
-      ops.ScatterAddRows(ye, rows, {routing_.weights.data() + b, static_cast<size_t>(n)}, out);
+      gate_up_groups_.push_back({&ew.gate_proj, &gate, b, end});
+      gate_up_groups_.push_back({&ew.up_proj, &up, b, end});
+      down_groups_.push_back({&ew.down_proj, &ye, b, end});
     }
+    ops.LinearRowGroups(xe, gate_up_groups_);
+    ops.SiluMul(gate, up, gate);
+    ops.LinearRowGroups(gate, down_groups_);
+    std::memset(out.raw(), 0, out.size_bytes());
+    ops.ScatterAddRows(ye, routing_.tokens, routing_.weights, out);
   }
 
   // Activations of one step, sized for `capacity` tokens. Allocated when the model is built and
@@ -189,11 +194,12 @@ class DecoderLM : public CausalLM {
     arena_.picked = backend_.NewTensor(DType::kF32, {cap, h});
     if (config_.is_moe()) {
       const int64_t e = config_.moe_intermediate_size;
+      const int64_t picks = cap * config_.num_experts_per_tok;  // a row per (token, expert)
       arena_.router = backend_.NewTensor(DType::kF32, {cap, config_.num_experts});
-      arena_.expert_x = backend_.NewTensor(DType::kF32, {cap, h});
-      arena_.expert_gate = backend_.NewTensor(DType::kF32, {cap, e});
-      arena_.expert_up = backend_.NewTensor(DType::kF32, {cap, e});
-      arena_.expert_out = backend_.NewTensor(DType::kF32, {cap, h});
+      arena_.expert_x = backend_.NewTensor(DType::kF32, {picks, h});
+      arena_.expert_gate = backend_.NewTensor(DType::kF32, {picks, e});
+      arena_.expert_up = backend_.NewTensor(DType::kF32, {picks, e});
+      arena_.expert_out = backend_.NewTensor(DType::kF32, {picks, h});
     }
     if (!shard_.whole() && zero_row_.empty()) zero_row_ = backend_.NewTensor(DType::kF32, {1, h});
   }
@@ -266,6 +272,7 @@ class DecoderLM : public CausalLM {
   size_t weight_bytes_ = 0;
   int64_t num_parameters_ = 0;
   MoeRouting routing_;  // the sparse layers' scratch, reused
+  std::vector<Ops::RowGroupLinear> gate_up_groups_, down_groups_;  // likewise
   Arena arena_;
   Tensor zero_row_;                 // [1, hidden] zeros (shards only)
   Tensor local_logits_;             // a shard's vocabulary slice of the sampled rows' logits

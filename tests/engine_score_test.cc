@@ -2,11 +2,20 @@
 // architecture overridden to Qwen3ForSequenceClassification, classifier_from_token ["no", "yes"]):
 // each prompt's score is softmax over those two tokens' logits at its last position, the "yes"
 // share. Checked against the independent reference's logits on the tiny Qwen3.
+// And a classifier with its own head (score.weight, as the converted "-seq-cls" rerankers): the
+// tiny Qwen3 with the head "yes" row - "no" row of its lm_head must score as the recipe does.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "engine_test_util.h"
+#include "formats/safetensors.h"
+#include "formats/safetensors_writer.h"
 #include "golden_util.h"
 #include "test_util.h"
 
@@ -123,13 +132,123 @@ TEST_F(EngineScoreTest, WhatCannotScoreIsRefusedAtStartup) {
                 "classifier_from_token": ["no", "yes", "maybe"]})",
             "must list two tokens"},
            {R"({"architectures": ["Qwen3ForSequenceClassification"]})",
-            "with its own score head is not supported"}}) {
+            "needs its classification head 'score.weight'"},
+           {R"({"architectures": ["Qwen3ForSequenceClassification"], "id2label": {"1": "x"}})",
+            "'id2label' must map the indices 0..0 to names once each"}}) {
     EngineConfig c = config_;
     c.hf_overrides = overrides;
     auto e = LLMEngine::Create(c);
     ASSERT_FALSE(e.ok()) << overrides;
     EXPECT_NE(e.status().message().find(needle), std::string::npos) << e.status().ToString();
   }
+}
+
+// The tiny Qwen3 as transformers saves a Qwen3ForSequenceClassification: its tensors (through an
+// index naming the shared file) plus `score.weight` [labels, 64] F32 in a shard of its own.
+// `rows`: each label's head row as a function of the embedding table's rows.
+std::filesystem::path WriteSeqClsModel(const std::string& name, const nlohmann::json& id2label,
+                                       const std::vector<std::vector<float>>& rows) {
+  namespace fs = std::filesystem;
+  const fs::path src = testing::SharedDir() + "/models/tiny-qwen3";
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("xinfer-seqcls-{}-{}", name, getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir / "head");
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "model.safetensors"})
+    fs::create_symlink(src / f, dir / f);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(src / "config.json"));
+  config["architectures"] = {"Qwen3ForSequenceClassification"};
+  config["id2label"] = id2label;
+  std::ofstream(dir / "config.json") << config.dump();
+  const int64_t labels = static_cast<int64_t>(rows.size()), hidden = 64;
+  EXPECT_TRUE(WriteSafetensors((dir / "head").string(),
+                               {{"score.weight", DType::kF32, {labels, hidden}}},
+                               [&](const TensorSpec&, int64_t first, int64_t count, uint8_t* out) {
+                                 for (int64_t i = 0; i < count; ++i) {
+                                   const float v = rows[(first + i) / hidden][(first + i) % hidden];
+                                   std::memcpy(out + 4 * i, &v, 4);
+                                 }
+                               },
+                               uint64_t{1} << 30)
+                  .ok());
+  fs::rename(dir / "head" / "model.safetensors", dir / "score.safetensors");
+  fs::remove_all(dir / "head");
+  auto store = WeightStore::OpenDir(src.string());
+  EXPECT_TRUE(store.ok());
+  nlohmann::json index = {{"metadata", nlohmann::json::object()}, {"weight_map", {}}};
+  for (const std::string& t : (*store)->Names()) index["weight_map"][t] = "model.safetensors";
+  index["weight_map"]["score.weight"] = "score.safetensors";
+  std::ofstream(dir / "model.safetensors.index.json") << index.dump();
+  return dir;
+}
+
+// A row of the tiny Qwen3's (tied) embedding table, widened to F32.
+std::vector<float> TableRow(int32_t id) {
+  auto store = WeightStore::OpenDir(testing::SharedDir() + "/models/tiny-qwen3");
+  Tensor t = (*store)->Get("model.embed_tokens.weight").value();
+  std::vector<float> row(64);
+  for (int j = 0; j < 64; ++j) row[j] = Bf16ToF32(t.data<uint16_t>()[id * 64 + j]);
+  return row;
+}
+
+// One label: sigmoid(h . (yes - no)) is what the recipe computes from the two logits, so the two
+// servers' scores agree to float rounding; the converted model skips the vocabulary's lm_head.
+TEST_F(EngineScoreTest, OwnHeadScoresAsTheTwoTokenRecipe) {
+  auto tokenizer = Tokenizer::FromDir(config_.model);
+  ASSERT_TRUE(tokenizer.ok());
+  const std::vector<float> no = TableRow((*tokenizer)->TokenToId("no").value()),
+                           yes = TableRow((*tokenizer)->TokenToId("yes").value());
+  std::vector<float> diff(64);
+  for (int j = 0; j < 64; ++j) diff[j] = yes[j] - no[j];
+  const auto dir = WriteSeqClsModel("one", {{"0", "LABEL_0"}}, {diff});
+  EngineConfig head = config_;
+  head.model = dir.string();
+  head.hf_overrides.clear();
+  const std::vector<std::vector<int32_t>> prompts = {
+      {9707, 11, 1879}, {785, 6722, 315, 5616, 374, 26549, 13}, std::vector<int32_t>(200, 1879)};
+  const std::vector<float> want = Score(config_, prompts);
+  const std::vector<float> got = Score(head, prompts);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t p = 0; p < want.size(); ++p) {
+    EXPECT_NEAR(std::log(got[p] / (1 - got[p])), std::log(want[p] / (1 - want[p])), 1e-4) << p;
+    EXPECT_NE(got[p], 0.5f);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Several labels: each prompt's probabilities are the softmax of the head's logits, which for
+// rows copied from the table are the lm_head's logits of those tokens: their softmax over them.
+TEST_F(EngineScoreTest, OwnHeadOfSeveralLabelsGivesTheirSoftmax) {
+  XI_REQUIRE_SHARED("golden/logits/tiny-qwen3/golden.json");
+  const auto golden = testing::ReadLogitsGolden(testing::SharedDir() + "/golden/logits/tiny-qwen3");
+  const std::vector<int32_t> ids = {2152, 9693, 13, 0};
+  std::vector<std::vector<float>> rows;
+  for (int32_t id : ids) rows.push_back(TableRow(id));
+  const auto dir =
+      WriteSeqClsModel("four", {{"0", "no"}, {"1", "yes"}, {"2", "dot"}, {"3", "bang"}}, rows);
+  EngineConfig c = config_;
+  c.model = dir.string();
+  c.hf_overrides.clear();
+  auto engine = LLMEngine::Create(c);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  EXPECT_TRUE((*engine)->config().scores());
+  SamplingParams p;
+  p.max_tokens = 1;
+  for (size_t i = 0; i < golden.size(); ++i)
+    ASSERT_TRUE((*engine)->AddRequest(std::to_string(i), {golden[i].ids, p}).ok());
+  auto done = testing::RunToCompletion(**engine);
+  for (size_t i = 0; i < golden.size(); ++i) {
+    SCOPED_TRACE(golden[i].name);
+    const testing::Completed& r = done[std::to_string(i) + "/0"];
+    EXPECT_FALSE(r.score.has_value());
+    ASSERT_EQ(r.probs.size(), ids.size());
+    double max = -1e30, total = 0;
+    for (int32_t id : ids) max = std::max<double>(max, golden[i].logits[id]);
+    for (int32_t id : ids) total += std::exp(golden[i].logits[id] - max);
+    for (size_t l = 0; l < ids.size(); ++l)
+      EXPECT_NEAR(r.probs[l], std::exp(golden[i].logits[ids[l]] - max) / total, 1e-2);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

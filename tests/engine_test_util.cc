@@ -21,6 +21,7 @@ std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_step
                                o.prompt_logprobs.end());
       if (!o.embedding.empty()) c.embedding = o.embedding;
       if (o.score) c.score = o.score;
+      if (!o.probs.empty()) c.probs = o.probs;
       c.prompt_tokens = o.prompt_tokens;
       c.completion_tokens = o.completion_tokens;
       if (o.finished) {

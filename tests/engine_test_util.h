@@ -22,6 +22,7 @@ struct Completed {
   std::vector<TokenLogprobs> prompt_logprobs;
   std::vector<float> embedding;
   std::optional<float> score;
+  std::vector<float> probs;
 };
 
 // Steps `engine` until it is idle; returns every choice's accumulated output keyed by

@@ -157,9 +157,10 @@ Status TokenizeBadWords(const Tokenizer& tokenizer, SamplingParams& params) {
 }
 
 // A sequence classification model scores (vLLM runs it as a pooling model whatever the task
-// says but generate); its classifier tokens must each be one token of the vocabulary.
+// says but generate); its classifier tokens must each be one token of the vocabulary, or its own
+// head is read into `head`.
 Status ResolveScoring(EngineConfig& c, const ModelConfig& mc, const Tokenizer& tokenizer,
-                      std::array<int32_t, 2>& ids) {
+                      std::array<int32_t, 2>& ids, Tensor& head) {
   if (!mc.is_classifier()) {
     if (c.scores())
       return InvalidArgument(
@@ -173,6 +174,10 @@ Status ResolveScoring(EngineConfig& c, const ModelConfig& mc, const Tokenizer& t
     return InvalidArgument("{} scores text pairs: task 'generate' is not available for it",
                            mc.architecture);
   c.task = "score";
+  if (mc.has_score_head()) {
+    XI_ASSIGN_OR_RETURN(head, LoadScoreHead(c.model, mc));
+    return Status::Ok();
+  }
   for (size_t i = 0; i < 2; ++i) {
     const std::optional<int32_t> id = tokenizer.TokenToId(mc.classifier_from_token[i]);
     if (!id || *id < 0 || *id >= mc.vocab_size)
@@ -246,7 +251,8 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   }
   const ModelConfig& mc = engine->model_->config();
   XI_RETURN_IF_ERROR(CheckQuantization(c, mc));
-  XI_RETURN_IF_ERROR(ResolveScoring(c, mc, *engine->tokenizer_, engine->classifier_ids_));
+  XI_RETURN_IF_ERROR(
+      ResolveScoring(c, mc, *engine->tokenizer_, engine->classifier_ids_, engine->score_head_));
   // The model's extra EOS ids whatever --generation-config says (they end its turns).
   XI_ASSIGN_OR_RETURN(GenerationConfig gen, LoadGenerationConfig(c.model));
   XI_ASSIGN_OR_RETURN(engine->default_params_, SamplingDefaults(c, mc.vocab_size));
@@ -269,8 +275,10 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   sc.enable_prefix_caching = c.enable_prefix_caching;
   XI_ASSIGN_OR_RETURN(sc.policy, ParseSchedulingPolicy(c.scheduling_policy));
   XI_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(sc));
-  engine->runner_ = std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks,
-                                                  c.block_size, c.KvCacheDType(), c.embeds());
+  // Embeddings and a classifier's own head read the last hidden state; the rest, logits.
+  engine->runner_ =
+      std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks, c.block_size,
+                                    c.KvCacheDType(), c.embeds() || !engine->score_head_.empty());
 
   std::set<int32_t> eos(mc.eos_token_ids.begin(), mc.eos_token_ids.end());
   eos.insert(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
@@ -504,6 +512,29 @@ void NormalizeL2(std::span<float> v) {
   for (float& x : v) x = static_cast<float>(x * scale);
 }
 
+void LLMEngine::ApplyScoreHead(std::span<const float> hidden, RequestOutput& out) const {
+  // A few dot products of the hidden size per prompt: on the host, in double.
+  const int64_t labels = score_head_.dim(0), width = score_head_.dim(1);
+  XI_CHECK(static_cast<int64_t>(hidden.size()) == width);
+  std::vector<double> logits(static_cast<size_t>(labels));
+  for (int64_t l = 0; l < labels; ++l) {
+    const float* w = score_head_.data<float>() + l * width;
+    double sum = 0;
+    for (int64_t j = 0; j < width; ++j) sum += static_cast<double>(w[j]) * hidden[j];
+    logits[l] = sum;
+  }
+  // As vLLM's classifier pooler: one label's sigmoid (also the score), several labels' softmax.
+  if (labels == 1) {
+    out.score = static_cast<float>(1 / (1 + std::exp(-logits[0])));
+    out.probs = {*out.score};
+    return;
+  }
+  const double max = *std::max_element(logits.begin(), logits.end());
+  double total = 0;
+  for (double& x : logits) total += (x = std::exp(x - max));
+  for (double x : logits) out.probs.push_back(static_cast<float>(x / total));
+}
+
 std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
                                            std::vector<RequestOutput> outputs) {
   // A pooling model's request ends with its prompt: the last position's hidden state (after the
@@ -512,7 +543,8 @@ std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
   const size_t num_scheduled = sched.scheduled.size();
   std::vector<SequenceResult> results(num_scheduled);
   const bool scores = config_.scores();
-  const int64_t width = scores ? model_->config().vocab_size : model_->config().hidden_size;
+  const bool hidden = config_.embeds() || !score_head_.empty();
+  const int64_t width = hidden ? model_->config().hidden_size : model_->config().vocab_size;
   std::unordered_map<std::string, size_t> out_index;
   for (size_t i = 0; i < num_scheduled; ++i) {
     const int row = runner_->sampling_index()[i];
@@ -524,7 +556,9 @@ std::vector<RequestOutput> LLMEngine::Pool(const SchedulerOutput& sched,
     out.request_id = c.request_id;
     out.index = c.index;
     out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
-    if (scores) {
+    if (!score_head_.empty()) {
+      ApplyScoreHead({h, static_cast<size_t>(width)}, out);
+    } else if (scores) {
       // softmax over (false, true), the true token's share, as vLLM's from_2_way_softmax.
       const double margin = static_cast<double>(h[classifier_ids_[1]]) - h[classifier_ids_[0]];
       out.score = static_cast<float>(1 / (1 + std::exp(-margin)));

@@ -54,8 +54,12 @@ struct RequestOutput {
   std::vector<TokenLogprobs> prompt_logprobs;
   // A pooling model's (EngineConfig::embeds): the request's embedding, in its one output.
   std::vector<float> embedding;
-  // A scoring model's (EngineConfig::scores): the prompt's score in [0, 1], in its one output.
+  // A scoring model's (EngineConfig::scores): the prompt's score in [0, 1], in its one output
+  // (a model with its own head of several labels has none: see probs).
   std::optional<float> score;
+  // A scoring model with its own head (ModelConfig::has_score_head): each label's probability
+  // (softmax over its labels; one label's sigmoid), in its one output.
+  std::vector<float> probs;
   bool finished = false;
   std::string finish_reason;  // when finished: "stop", "length" or "abort"
   std::string stop_reason;    // the matched stop string or stop token id, if any
@@ -130,6 +134,8 @@ class LLMEngine {
   void ForgetFinished(ChoiceMap::iterator choice);
   // A pooling model's step after the run: each finished prompt's embedding (Step's tail).
   std::vector<RequestOutput> Pool(const SchedulerOutput& sched, std::vector<RequestOutput> outputs);
+  // score_head_ on one prompt's last hidden state: out.probs (and out.score for one label).
+  void ApplyScoreHead(std::span<const float> hidden, RequestOutput& out) const;
 
   EngineConfig config_;
   int data_parallel_rank_ = 0;
@@ -153,6 +159,9 @@ class LLMEngine {
   bool pooler_normalizes_ = true;  // EngineConfig::PoolerNormalizes, read once
   // A scoring model's classifier tokens (ModelConfig::classifier_from_token): false, then true.
   std::array<int32_t, 2> classifier_ids_{};
+  // A scoring model's own head (ModelConfig::has_score_head): F32 [num_labels, hidden] on the
+  // host, applied to each prompt's last hidden state; empty otherwise.
+  Tensor score_head_;
   // User id → its scheduler ids.
   std::unordered_map<std::string, std::vector<std::string>> requests_;
   std::vector<RequestOutput> pending_;  // aborted outputs to report at the next Step()

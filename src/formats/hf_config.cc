@@ -1,7 +1,10 @@
 #include "formats/hf_config.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <nlohmann/json.hpp>
 
 #include "base/json_int32.h"
@@ -98,6 +101,41 @@ Status ParseRopeScaling(const json& r, int max_position_embeddings, RopeScaling*
           s.high_freq_factor, s.low_freq_factor);
   }
   *out = std::move(s);
+  return Status::Ok();
+}
+
+// A classifier's labels: id2label ({"0": "no", "1": "yes"}, every index from 0 once), or
+// num_labels generic names, or (neither) transformers' default of two.
+Status ReadLabels(const json& j, ModelConfig& c) {
+  constexpr int kMaxLabels = 1 << 16;
+  if (j.contains("id2label") && !j["id2label"].is_null()) {
+    const json& m = j["id2label"];
+    if (!m.is_object() || m.empty() || m.size() > kMaxLabels)
+      return InvalidArgument("config.json: 'id2label' must map label indices to names");
+    c.id2label.assign(m.size(), "");
+    std::vector<bool> seen(m.size(), false);
+    for (const auto& [key, name] : m.items()) {
+      size_t used = 0;
+      int index = -1;
+      try {
+        index = std::stoi(key, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != key.size() || index < 0 || index >= static_cast<int>(m.size()) || seen[index] ||
+          !name.is_string())
+        return InvalidArgument(
+            "config.json: 'id2label' must map the indices 0..{} to names once each, got key '{}'",
+            m.size() - 1, key);
+      seen[index] = true;
+      c.id2label[index] = name.get<std::string>();
+    }
+    return Status::Ok();
+  }
+  int n = 2;
+  XI_RETURN_IF_ERROR(GetInt(j, "num_labels", false, &n));
+  if (n < 0 || n > kMaxLabels)
+    return InvalidArgument("config.json: num_labels {} is out of range", n);
+  for (int i = 0; i < n; ++i) c.id2label.push_back(fmt::format("LABEL_{}", i));
   return Status::Ok();
 }
 
@@ -215,21 +253,16 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
       }
     }
   }
-  if (c.architecture.ends_with("ForSequenceClassification")) {
+  if (c.is_classifier()) {
     const json* t = j.contains("classifier_from_token") ? &j["classifier_from_token"] : nullptr;
-    if (t == nullptr || t->is_null())
-      return Unimplemented(
-          "config.json: {} with its own score head is not supported; a reranker whose classifier "
-          "is two of its lm_head's tokens runs with 'classifier_from_token' (e.g. Qwen3-Reranker: "
-          "--hf-overrides '{{\"architectures\": [\"Qwen3ForSequenceClassification\"], "
-          "\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": "
-          "true}}')",
-          c.architecture);
-    if (!t->is_array() || t->size() != 2 || !(*t)[0].is_string() || !(*t)[1].is_string())
-      return InvalidArgument(
-          "config.json: 'classifier_from_token' must list two tokens (the false one, then the "
-          "true one)");
-    for (const json& token : *t) c.classifier_from_token.push_back(token.get<std::string>());
+    if (t != nullptr && !t->is_null()) {
+      if (!t->is_array() || t->size() != 2 || !(*t)[0].is_string() || !(*t)[1].is_string())
+        return InvalidArgument(
+            "config.json: 'classifier_from_token' must list two tokens (the false one, then the "
+            "true one)");
+      for (const json& token : *t) c.classifier_from_token.push_back(token.get<std::string>());
+    }
+    XI_RETURN_IF_ERROR(ReadLabels(j, c));
   }
   if (j.contains("quantization_config") && j["quantization_config"].is_object()) {
     const json& q = j["quantization_config"];

@@ -69,13 +69,20 @@ struct ModelConfig {
   // matryoshka_dimensions): a request may ask for the first `dimensions` of an embedding.
   bool is_matryoshka = false;
   std::vector<int> matryoshka_dimensions;  // empty: any in [1, hidden_size]
-  // A *ForSequenceClassification architecture whose classifier is two rows of the lm_head, as
-  // vLLM runs the original Qwen3-Reranker (--hf-overrides '{"architectures":
-  // ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no", "yes"],
-  // "is_original_qwen3_reranker": true}'): the score is softmax over those two tokens' logits at
-  // the last position, the second's share (sigmoid(yes - no)).
+  // A *ForSequenceClassification architecture scores its prompts from the last position, either
+  //  - with two rows of the lm_head, as vLLM runs the original Qwen3-Reranker (--hf-overrides
+  //    '{"architectures": ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no",
+  //    "yes"], "is_original_qwen3_reranker": true}'): the score is softmax over those two tokens'
+  //    logits, the second's share (sigmoid(yes - no));
+  //  - or with its own head, `score.weight` [num_labels, hidden] on the final hidden state
+  //    (transformers' checkpoints, e.g. the converted "...-seq-cls" rerankers): one label's
+  //    sigmoid is the score, several labels' softmax the class probabilities (/classify).
   std::vector<std::string> classifier_from_token{};
-  bool is_classifier() const { return !classifier_from_token.empty(); }
+  // A classifier's id2label from config.json, by label index (num_labels = its size; "LABEL_i"
+  // names when only num_labels is given, two of them when neither is, as transformers).
+  std::vector<std::string> id2label{};
+  bool is_classifier() const { return architecture.ends_with("ForSequenceClassification"); }
+  bool has_score_head() const { return is_classifier() && classifier_from_token.empty(); }
 };
 
 // The longest sequence the model supports, as vLLM derives it: max_position_embeddings, times the

@@ -107,6 +107,11 @@ inline bool IsSupportedKvCacheDType(DType dtype) {
 // merged, or a GGUF file's metadata, which refuses overrides), without its weights.
 StatusOr<ModelConfig> LoadModelConfig(const std::string& model, const std::string& hf_overrides);
 
+// A sequence classification model's own head (ModelConfig::has_score_head): the folder's
+// `score.weight` [num_labels, hidden] as an F32 host tensor, checked against `config` (its
+// hidden size, its id2label when it has one).
+StatusOr<Tensor> LoadScoreHead(const std::string& model_dir, const ModelConfig& config);
+
 // Names of the architectures LoadCausalLM accepts.
 std::vector<std::string> SupportedArchitectures();
 

@@ -19,7 +19,7 @@ const std::map<std::string, SpecFn>& Registry() {
       {"Qwen2ForCausalLM", &Qwen2Spec},
       {"Qwen3ForCausalLM", &Qwen3Spec},
       {"Qwen3MoeForCausalLM", &Qwen3Spec},  // Qwen3's attention; sparse MLPs (decoder.cc)
-      // Rerankers kept as causal LMs, their classifier two lm_head rows (classifier_from_token).
+      // Classifiers: two lm_head rows (classifier_from_token) or their own score.weight head.
       {"LlamaForSequenceClassification", &LlamaSpec},
       {"Qwen2ForSequenceClassification", &Qwen2Spec},
       {"Qwen3ForSequenceClassification", &Qwen3Spec},
@@ -77,6 +77,47 @@ StatusOr<DecoderModelParts> LoadDecoderParts(const std::string& model_dir,
   auto weights = LoadDecoderWeights(*store, config, spec);
   if (!weights.ok()) return weights.status().WithContext(model_dir);
   return DecoderModelParts{std::move(config), spec, std::move(weights).value()};
+}
+
+StatusOr<Tensor> LoadScoreHead(const std::string& model_dir, const ModelConfig& config) {
+  XI_CHECK(config.has_score_head());
+  XI_ASSIGN_OR_RETURN(auto store, WeightStore::OpenDir(model_dir));
+  const TensorInfo* info = store->Find("score.weight");
+  if (info == nullptr)
+    return NotFound(
+        "{}: {} needs its classification head 'score.weight' (or, for a reranker kept as a causal "
+        "LM, classifier_from_token, e.g. Qwen3-Reranker: --hf-overrides '{{\"architectures\": "
+        "[\"Qwen3ForSequenceClassification\"], \"classifier_from_token\": [\"no\", "
+        "\"yes\"], \"is_original_qwen3_reranker\": true}}')",
+        model_dir, config.architecture);
+  XI_ASSIGN_OR_RETURN(Tensor t, store->Get("score.weight"));
+  const int64_t labels = t.rank() == 2 ? t.dim(0) : 0;
+  if (t.rank() != 2 || t.dim(1) != config.hidden_size || labels < 1 ||
+      (!config.id2label.empty() && labels != static_cast<int64_t>(config.id2label.size())))
+    return InvalidArgument("{}: score.weight is {}, expected [{}, {}]", model_dir,
+                           ShapeToString(t.shape()),
+                           config.id2label.empty() ? std::string("num_labels")
+                                                   : std::to_string(config.id2label.size()),
+                           config.hidden_size);
+  Tensor head = NewHostTensor(DType::kF32, t.shape());
+  float* out = head.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (t.dtype()) {
+      case DType::kF32:
+        out[i] = t.data<float>()[i];
+        break;
+      case DType::kBF16:
+        out[i] = Bf16ToF32(t.data<uint16_t>()[i]);
+        break;
+      case DType::kF16:
+        out[i] = F16ToF32(t.data<uint16_t>()[i]);
+        break;
+      default:
+        return Unimplemented("{}: score.weight has dtype {}; F32, BF16 and F16 are supported",
+                             model_dir, DTypeName(t.dtype()));
+    }
+  }
+  return head;
 }
 
 StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir, Backend& backend,

@@ -40,8 +40,6 @@ std::string Base64(std::string_view bytes) {
 StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const ProtocolContext& ctx) {
   XI_ASSIGN_OR_RETURN(GenerationRequest r,
                       NewPoolingRequest(body, ctx, Endpoint::kEmbeddings, "embd-"));
-  if (!body.contains("input") || body["input"].is_null())
-    return InvalidArgument("input is required");
   if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
     const json& f = body["encoding_format"];
     if (f != "float" && f != "base64")
@@ -67,15 +65,7 @@ StatusOr<GenerationRequest> ParseEmbeddingsRequest(const json& body, const Proto
     r.embedding_dimensions = *d;
     r.normalize_embeddings = ctx.normalize_embeddings;
   }
-  XI_ASSIGN_OR_RETURN(r.prompts, BatchedPromptIds(body["input"], ctx, "input", 2048));
-  for (std::vector<int32_t>& ids : r.prompts) {
-    XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids, KeepEnd::kFirst));
-    if (static_cast<int>(ids.size()) > ctx.max_model_len)
-      return InvalidArgument(
-          "This model's maximum context length is {} tokens. However, you requested {} tokens "
-          "in the input for embedding generation. Please reduce the length of the input.",
-          ctx.max_model_len, ids.size());
-  }
+  XI_RETURN_IF_ERROR(AddPoolingInputs(body, ctx, "embedding generation", r));
   return r;
 }
 

@@ -50,7 +50,8 @@ net::awaitable<void> HandleGeneration(HttpExchange& ex, AsyncEngine& engine,
     output = std::make_unique<ResponsesApiBuilder>(req);
   } else if (req.endpoint == Endpoint::kEmbeddings) {
     output = std::make_unique<EmbeddingsBuilder>(req);
-  } else if (req.endpoint == Endpoint::kScore || req.endpoint == Endpoint::kRerank) {
+  } else if (req.endpoint == Endpoint::kScore || req.endpoint == Endpoint::kRerank ||
+             req.endpoint == Endpoint::kClassify) {
     output = std::make_unique<ScoreBuilder>(req);
   } else {
     output = std::make_unique<ResponseBuilder>(req, engine.tokenizer());

@@ -193,8 +193,8 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   }
   const bool known_post = path == "/v1/chat/completions" || path == "/v1/completions" ||
                           path == "/v1/responses" || path == "/v1/embeddings" ||
-                          IsScorePath(path) || IsRerankPath(path) || path == "/tokenize" ||
-                          path == "/detokenize" || invocations;
+                          IsScorePath(path) || IsRerankPath(path) || IsClassifyPath(path) ||
+                          path == "/tokenize" || path == "/detokenize" || invocations;
   if (!known_post || !post) {
     const bool known_get = path == "/health" || path == "/version" || path == "/metrics" ||
                            path == "/v1/models" || path == "/ping";
@@ -232,15 +232,17 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   }
   const ProtocolContext ctx = Context();
   // One kind of model per server, as vLLM: a pooling model answers /v1/embeddings only, a
-  // scoring model /score and /rerank only, a generative one everything else. /invocations goes
-  // by the server's kind.
+  // scoring model /score, /rerank and /classify only, a generative one everything else.
+  // /invocations goes by the server's kind.
   const EngineConfig& served = engine_->config();
   const bool embeddings =
       path == "/v1/embeddings" || (invocations && body.contains("input") && served.embeds());
   const bool rerank =
       IsRerankPath(path) || (invocations && body.contains("query") && served.scores());
-  const bool score =
-      IsScorePath(path) || rerank || (invocations && body.contains("text_1") && served.scores());
+  const bool classify =
+      IsClassifyPath(path) || (invocations && body.contains("input") && served.scores());
+  const bool score = IsScorePath(path) || rerank || classify ||
+                     (invocations && body.contains("text_1") && served.scores());
   if (embeddings != served.embeds() || score != served.scores()) {
     // (Built before the co_await: GCC 12 destroys a conditional's temporaries inside a co_await
     // expression twice.)
@@ -250,14 +252,15 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
           "The model does not support the Embeddings API (serve a pooling model with --task "
           "embed)";
     } else if (score) {
-      message =
-          "The model does not support the Score API (serve a sequence classification model, "
-          "e.g. a reranker)";
+      message = fmt::format(
+          "The model does not support the {} API (serve a sequence classification model{})",
+          classify ? "Classification" : "Score", classify ? "" : ", e.g. a reranker");
     } else {
-      message = fmt::format("The model serves {} ({}): {} is not available; use {}",
-                            served.embeds() ? "embeddings" : "scores",
-                            served.embeds() ? "--task embed" : "a sequence classification model",
-                            path, served.embeds() ? "/v1/embeddings" : "/score or /rerank");
+      message =
+          fmt::format("The model serves {} ({}): {} is not available; use {}",
+                      served.embeds() ? "embeddings" : "scores",
+                      served.embeds() ? "--task embed" : "a sequence classification model", path,
+                      served.embeds() ? "/v1/embeddings" : "/score, /rerank or /classify");
     }
     co_await SendError(ex, MakeError(400, message));
     co_return;
@@ -265,6 +268,7 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   if (embeddings || score) {
     StatusOr<GenerationRequest> parsed = embeddings ? ParseEmbeddingsRequest(body, ctx)
                                          : rerank   ? ParseRerankRequest(body, ctx)
+                                         : classify ? ParseClassifyRequest(body, ctx)
                                                     : ParseScoreRequest(body, ctx);
     if (!parsed.ok()) {
       co_await RespondError(ex, parsed.status());

@@ -253,6 +253,22 @@ Status TruncatePrompt(const json& body, const ProtocolContext& ctx, std::vector<
   return Status::Ok();
 }
 
+Status AddPoolingInputs(const json& body, const ProtocolContext& ctx, const char* what,
+                        GenerationRequest& r) {
+  if (!body.contains("input") || body["input"].is_null())
+    return InvalidArgument("input is required");
+  XI_ASSIGN_OR_RETURN(r.prompts, BatchedPromptIds(body["input"], ctx, "input", 2048));
+  for (std::vector<int32_t>& ids : r.prompts) {
+    XI_RETURN_IF_ERROR(TruncatePrompt(body, ctx, ids, KeepEnd::kFirst));
+    if (static_cast<int>(ids.size()) > ctx.max_model_len)
+      return InvalidArgument(
+          "This model's maximum context length is {} tokens. However, you requested {} tokens "
+          "in the input for {}. Please reduce the length of the input.",
+          ctx.max_model_len, ids.size(), what);
+  }
+  return Status::Ok();
+}
+
 StatusOr<GenerationRequest> NewPoolingRequest(const json& body, const ProtocolContext& ctx,
                                               Endpoint endpoint, const std::string& id_prefix) {
   XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));

@@ -46,7 +46,7 @@ struct ProtocolContext {
   bool normalize_embeddings = true;
 };
 
-enum class Endpoint { kChat, kCompletion, kResponses, kEmbeddings, kScore, kRerank };
+enum class Endpoint { kChat, kCompletion, kResponses, kEmbeddings, kScore, kRerank, kClassify };
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
@@ -84,6 +84,8 @@ struct GenerationRequest {
   // (0: all).
   std::vector<std::string> documents;
   int top_n = 0;
+  // /classify: the model's label names, by index (ModelConfig::id2label).
+  std::vector<std::string> labels;
 };
 
 // The error chat requests get when the model has no chat template.
@@ -132,5 +134,11 @@ Status TruncatePrompt(const nlohmann::ordered_json& body, const ProtocolContext&
 StatusOr<GenerationRequest> NewPoolingRequest(const nlohmann::ordered_json& body,
                                               const ProtocolContext& ctx, Endpoint endpoint,
                                               const std::string& id_prefix);
+
+// A pooling request's `input` (/v1/embeddings, /classify: a string, strings, token ids or lists
+// of them) as its prompts, each cut to truncate_prompt_tokens (its beginning kept) and checked
+// against max_model_len; `what` names the request in that error ("embedding generation").
+Status AddPoolingInputs(const nlohmann::ordered_json& body, const ProtocolContext& ctx,
+                        const char* what, GenerationRequest& r);
 
 }  // namespace xinfer::server

@@ -34,6 +34,13 @@ StatusOr<GenerationRequest> PairsRequest(const json& body, const ProtocolContext
                                          Endpoint endpoint, const char* id_prefix,
                                          const std::vector<std::string>& firsts,
                                          const std::vector<std::string>& seconds) {
+  // A head of several labels classifies (/classify); a score is one label's probability.
+  const ModelConfig* m = ctx.model_config;
+  if (m != nullptr && m->has_score_head() && m->id2label.size() != 1)
+    return InvalidArgument(
+        "the model classifies into {} labels; the Score and Rerank APIs need a one-label "
+        "classifier (use /classify)",
+        m->id2label.size());
   XI_ASSIGN_OR_RETURN(GenerationRequest r, NewPoolingRequest(body, ctx, endpoint, id_prefix));
   XI_ASSIGN_OR_RETURN(std::optional<size_t> limit, TruncationLimit(body, ctx));
   for (size_t i = 0; i < seconds.size(); ++i) {
@@ -105,15 +112,55 @@ StatusOr<GenerationRequest> ParseRerankRequest(const json& body, const ProtocolC
   return r;
 }
 
+bool IsClassifyPath(const std::string& path) {
+  return path == "/classify" || path == "/v1/classify";
+}
+
+StatusOr<GenerationRequest> ParseClassifyRequest(const json& body, const ProtocolContext& ctx) {
+  if (ctx.model_config == nullptr || !ctx.model_config->has_score_head())
+    return InvalidArgument(
+        "The model does not support the Classification API: it needs a classification head "
+        "(score.weight), not a reranker's classifier_from_token");
+  XI_ASSIGN_OR_RETURN(GenerationRequest r,
+                      NewPoolingRequest(body, ctx, Endpoint::kClassify, "classify-"));
+  XI_RETURN_IF_ERROR(AddPoolingInputs(body, ctx, "classification", r));
+  r.labels = ctx.model_config->id2label;
+  return r;
+}
+
 ScoreBuilder::ScoreBuilder(const GenerationRequest& request)
-    : req_(request), scores_(request.prompts.size(), 0.f) {}
+    : req_(request), scores_(request.prompts.size(), 0.f), probs_(request.prompts.size()) {}
 
 std::string ScoreBuilder::Add(int prompt_index, const RequestOutput& out) {
-  if (out.score) scores_.at(static_cast<size_t>(prompt_index)) = *out.score;
+  const auto i = static_cast<size_t>(prompt_index);
+  if (out.score) scores_.at(i) = *out.score;
+  if (!out.probs.empty()) probs_.at(i) = out.probs;
   return "";
 }
 
+json ScoreBuilder::ClassifyResponse() const {
+  json data = json::array();
+  int tokens = 0;
+  for (size_t i = 0; i < probs_.size(); ++i) {
+    const std::vector<float>& p = probs_[i];
+    const size_t best = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
+    data.push_back({{"index", i},
+                    {"label", best < req_.labels.size() ? req_.labels[best] : ""},
+                    {"probs", p},
+                    {"num_classes", p.size()}});
+    tokens += static_cast<int>(req_.prompts[i].size());
+  }
+  return {
+      {"id", req_.id},
+      {"object", "list"},
+      {"created", req_.created},
+      {"model", req_.model},
+      {"data", std::move(data)},
+      {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}, {"completion_tokens", 0}}}};
+}
+
 json ScoreBuilder::Response() {
+  if (req_.endpoint == Endpoint::kClassify) return ClassifyResponse();
   int tokens = 0;
   for (const std::vector<int32_t>& p : req_.prompts) tokens += static_cast<int>(p.size());
   if (req_.endpoint == Endpoint::kScore) {

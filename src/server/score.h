@@ -4,6 +4,9 @@
 // `documents`, `top_n`). Each pair is one engine request whose prompt is the tokens of its first
 // text then of its second (as a tokenizer encodes a text pair), and whose score is the engine's.
 // truncate_prompt_tokens cuts each pair as vLLM's tokenizer call does (PairLengthsLongestFirst).
+// A classifier with its own head (ModelConfig::has_score_head) scores with one label; of any
+// number of labels it answers POST /classify and /v1/classify (`input` as on /v1/embeddings): each
+// input's label probabilities and its most probable label, as vLLM's classification API.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -31,8 +34,11 @@ StatusOr<GenerationRequest> ParseScoreRequest(const nlohmann::ordered_json& body
                                               const ProtocolContext& ctx);
 StatusOr<GenerationRequest> ParseRerankRequest(const nlohmann::ordered_json& body,
                                                const ProtocolContext& ctx);
+bool IsClassifyPath(const std::string& path);
+StatusOr<GenerationRequest> ParseClassifyRequest(const nlohmann::ordered_json& body,
+                                                 const ProtocolContext& ctx);
 
-// One per exchange, for either API; never streams. Not thread-safe.
+// One per exchange, for /score, /rerank or /classify; never streams. Not thread-safe.
 class ScoreBuilder : public OutputBuilder {
  public:
   explicit ScoreBuilder(const GenerationRequest& request);
@@ -42,8 +48,11 @@ class ScoreBuilder : public OutputBuilder {
   nlohmann::ordered_json Response() override;
 
  private:
+  nlohmann::ordered_json ClassifyResponse() const;
+
   const GenerationRequest& req_;
-  std::vector<float> scores_;  // per pair
+  std::vector<float> scores_;              // per pair
+  std::vector<std::vector<float>> probs_;  // per input (/classify)
 };
 
 }  // namespace xinfer::server

@@ -1,6 +1,9 @@
 // Acceptance 1: the official openai client against `xinfer serve` on tiny-qwen3 and TinyStories.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startServer, skipUnless, QWEN, STORIES, raw, metrics, metric, sleep, waitFor,
   responsesTool } from './helpers.mjs';
 
@@ -1116,8 +1119,99 @@ describe('reranker (score / rerank)', { skip: skipUnless(QWEN) }, () => {
         assert.equal(res.status, 400);
         assert.match(res.json.error.message, /does not support the Score API/);
       }
+      const classify = await raw(generative.baseURL, 'POST', '/classify', { input: 'a' });
+      assert.equal(classify.status, 400);
+      assert.match(classify.json.error.message, /does not support the Classification API/);
     } finally {
       assert.equal((await generative.stop()).code, 0);
+    }
+  });
+
+  // The tiny Qwen3 as transformers saves a Qwen3ForSequenceClassification: its weights (an index
+  // naming its file) plus score.weight [labels, 64] (F32, its own shard) and config.json's id2label.
+  function writeSeqCls(labels, seed) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'xinfer-seqcls-'));
+    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'model.safetensors'])
+      fs.symlinkSync(path.join(QWEN, f), path.join(dir, f));
+    const config = JSON.parse(fs.readFileSync(path.join(QWEN, 'config.json'), 'utf8'));
+    config.architectures = ['Qwen3ForSequenceClassification'];
+    config.id2label = Object.fromEntries(labels.map((l, i) => [String(i), l]));
+    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
+    const data = Buffer.alloc(labels.length * 64 * 4);
+    for (let i = 0; i < labels.length * 64; ++i) data.writeFloatLE(Math.sin(seed + 7 * i), 4 * i);
+    let header = JSON.stringify({ 'score.weight': { dtype: 'F32', shape: [labels.length, 64],
+      data_offsets: [0, data.length] } });
+    while (header.length % 8) header += ' ';
+    const length = Buffer.alloc(8);
+    length.writeBigUInt64LE(BigInt(header.length));
+    fs.writeFileSync(path.join(dir, 'score.safetensors'),
+      Buffer.concat([length, Buffer.from(header), data]));
+    const weights = fs.readFileSync(path.join(QWEN, 'model.safetensors'));
+    const n = Number(weights.readBigUInt64LE(0));
+    const names = Object.keys(JSON.parse(weights.subarray(8, 8 + n).toString()))
+      .filter((k) => k !== '__metadata__');
+    const weightMap = Object.fromEntries(names.map((k) => [k, 'model.safetensors']));
+    weightMap['score.weight'] = 'score.safetensors';
+    fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    return dir;
+  }
+
+  test('a classifier with its own head: /classify, and /score with one label', async () => {
+    const three = writeSeqCls(['negative', 'neutral', 'positive'], 1);
+    const one = writeSeqCls(['LABEL_0'], 2);
+    const srv = await startServer(three, []);
+    try {
+      const client = srv.client();
+      const texts = ['Hello world', 'The capital of China is Beijing.'];
+      const res = await client.post('/classify', { body: { model: 'test-model', input: texts } });
+      assert.equal(res.object, 'list');
+      assert.match(res.id, /^classify-/);
+      assert.equal(res.data.length, 2);
+      for (const [i, d] of res.data.entries()) {
+        assert.equal(d.index, i);
+        assert.equal(d.num_classes, 3);
+        assert.ok(Math.abs(d.probs.reduce((a, b) => a + b, 0) - 1) < 1e-5);
+        assert.equal(d.label, ['negative', 'neutral', 'positive'][d.probs.indexOf(Math.max(...d.probs))]);
+      }
+      assert.notDeepEqual(res.data[0].probs, res.data[1].probs);
+      const ids = (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: texts[1] })).json.tokens;
+      const byIds = await raw(srv.baseURL, 'POST', '/v1/classify', { input: [ids] });
+      assert.deepEqual(byIds.json.data[0].probs, res.data[1].probs);
+      assert.equal(res.usage.prompt_tokens,
+        ids.length + (await raw(srv.baseURL, 'POST', '/tokenize', { prompt: texts[0] })).json.tokens.length);
+      const invoked = await raw(srv.baseURL, 'POST', '/invocations', { input: texts });
+      assert.deepEqual(invoked.json.data.map((d) => d.probs), res.data.map((d) => d.probs));
+      for (const [p, body, message] of [
+        ['/score', { text_1: 'a', text_2: 'b' }, /classifies into 3 labels; the Score and Rerank APIs need a one-label/],
+        ['/classify', {}, /input is required/],
+        ['/v1/embeddings', { input: 'a' }, /does not support the Embeddings API/],
+        ['/v1/completions', { prompt: 'a' }, /serves scores/]]) {
+        const r = await raw(srv.baseURL, 'POST', p, body);
+        assert.equal(r.status, 400, p);
+        assert.match(r.json.error.message, message);
+      }
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+    const scorer = await startServer(one, []);
+    try {
+      const client = scorer.client();
+      // One label: the score is its sigmoid, /classify's one probability of the pair's tokens.
+      const score = await client.post('/score', { body: { text_1: 'query', text_2: ['doc a', 'doc b'] } });
+      const tok = async (t) => (await raw(scorer.baseURL, 'POST', '/tokenize', { prompt: t })).json.tokens;
+      const pair = [...await tok('query'), ...await tok('doc b')];
+      const classified = await raw(scorer.baseURL, 'POST', '/classify', { input: [pair] });
+      assert.equal(classified.json.data[0].num_classes, 1);
+      assert.equal(score.data[1].score, classified.json.data[0].probs[0]);
+      assert.notEqual(score.data[0].score, score.data[1].score);
+      const rerank = await client.post('/rerank', { body: { query: 'query', documents: ['doc a', 'doc b'] } });
+      assert.deepEqual(rerank.results.map((r) => r.relevance_score).sort(),
+        score.data.map((d) => d.score).sort());
+    } finally {
+      assert.equal((await scorer.stop()).code, 0);
+      fs.rmSync(three, { recursive: true });
+      fs.rmSync(one, { recursive: true });
     }
   });
 });

@@ -189,7 +189,9 @@ StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const Mode
     embed_name = "lm_head.weight";
   XI_RETURN_IF_ERROR(LoadDense(store, embed_name, {c.vocab_size, h}, &w.embed_tokens));
   XI_RETURN_IF_ERROR(Load(store, "model.norm.weight", {h}, &w.final_norm));
-  if (c.tie_word_embeddings) {
+  // A classifier with its own head (score.weight, read by the engine) never computes logits over
+  // the vocabulary; its checkpoint has no lm_head, and the table stands in for it.
+  if (c.tie_word_embeddings || (c.has_score_head() && !store.Has("lm_head.weight"))) {
     w.lm_head = w.embed_tokens;
   } else {
     XI_RETURN_IF_ERROR(LoadDense(store, "lm_head.weight", {c.vocab_size, h}, &w.lm_head));

@@ -436,5 +436,40 @@ TEST(HfConfigTest, Qwen3MoeExperts) {
   }
 }
 
+// A sequence classification model's labels: id2label by index whatever the key order, num_labels
+// generic names, transformers' two by default; the lm_head recipe (classifier_from_token) or a
+// head of its own.
+TEST(HfConfigTest, ClassifierLabels) {
+  std::string text = kQwen3Config;
+  text.replace(text.find("Qwen3ForCausalLM"), 16, "Qwen3ForSequenceClassification");
+  const auto parse = [&](const std::string& fields) {
+    std::string t = text;
+    if (!fields.empty()) t.insert(t.size() - 1, ", " + fields);
+    return ParseHfConfig(t);
+  };
+  auto c = parse(R"("id2label": {"1": "yes", "0": "no", "2": "maybe"})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->is_classifier());
+  EXPECT_TRUE(c->has_score_head());
+  EXPECT_EQ(c->id2label, (std::vector<std::string>{"no", "yes", "maybe"}));
+  c = parse(R"("num_labels": 3)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->id2label, (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
+  c = parse("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->id2label.size(), 2u);
+  c = parse(R"("classifier_from_token": ["no", "yes"])");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->is_classifier());
+  EXPECT_FALSE(c->has_score_head());
+  EXPECT_TRUE(ParseHfConfig(kQwen3Config).value().id2label.empty());
+  for (const char* bad :
+       {R"("id2label": {"0": "a", "0x": "b"})", R"("id2label": {"0": "a", "2": "b"})",
+        R"("id2label": [])", R"("id2label": {"0": 5})", R"("num_labels": 0)"}) {
+    auto e = parse(bad);
+    EXPECT_FALSE(e.ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace xinfer

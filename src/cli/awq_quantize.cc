@@ -37,19 +37,7 @@ constexpr int NibbleOf(int j) {
 
 std::vector<float> ToFloat(const Tensor& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < out.size(); ++i) {
-    switch (t.dtype()) {
-      case DType::kF32:
-        out[i] = t.data<float>()[i];
-        break;
-      case DType::kF16:
-        out[i] = F16ToF32(t.data<uint16_t>()[i]);
-        break;
-      default:
-        out[i] = Bf16ToF32(t.data<uint16_t>()[i]);
-        break;
-    }
-  }
+  XI_CHECK(WidenToF32(t, out.data()));  // the caller checked the dtype
   return out;
 }
 

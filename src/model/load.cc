@@ -100,23 +100,9 @@ StatusOr<Tensor> LoadScoreHead(const std::string& model_dir, const ModelConfig& 
                                                    : std::to_string(config.id2label.size()),
                            config.hidden_size);
   Tensor head = NewHostTensor(DType::kF32, t.shape());
-  float* out = head.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (t.dtype()) {
-      case DType::kF32:
-        out[i] = t.data<float>()[i];
-        break;
-      case DType::kBF16:
-        out[i] = Bf16ToF32(t.data<uint16_t>()[i]);
-        break;
-      case DType::kF16:
-        out[i] = F16ToF32(t.data<uint16_t>()[i]);
-        break;
-      default:
-        return Unimplemented("{}: score.weight has dtype {}; F32, BF16 and F16 are supported",
-                             model_dir, DTypeName(t.dtype()));
-    }
-  }
+  if (!WidenToF32(t, head.data<float>()))
+    return Unimplemented("{}: score.weight has dtype {}; F32, BF16 and F16 are supported",
+                         model_dir, DTypeName(t.dtype()));
   return head;
 }
 

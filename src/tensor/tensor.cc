@@ -174,6 +174,24 @@ void PackRowTiles(Layout layout, const uint8_t* src, uint8_t* dst, int64_t rows,
   }
 }
 
+bool WidenToF32(const Tensor& t, float* out) {
+  XI_CHECK(t.layout() == Layout::kRowMajor);
+  const int64_t n = t.numel();
+  switch (t.dtype()) {
+    case DType::kF32:
+      std::copy_n(t.data<float>(), n, out);
+      return true;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = Bf16ToF32(t.data<uint16_t>()[i]);
+      return true;
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = F16ToF32(t.data<uint16_t>()[i]);
+      return true;
+    default:
+      return false;
+  }
+}
+
 Tensor NewHostTensor(DType dtype, Shape shape) {
   const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
   const size_t rounded = (bytes + 63) / 64 * 64;

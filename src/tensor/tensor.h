@@ -141,6 +141,10 @@ class Tensor {
 // or permuted copies). Contents uninitialized.
 Tensor NewHostTensor(DType dtype, Shape shape);
 
+// The elements of a row-major F32 / BF16 / F16 tensor widened to F32 into `out` (numel()
+// floats); false (nothing written) for any other dtype.
+bool WidenToF32(const Tensor& t, float* out);
+
 // Bytes of one row of a 2-D tensor.
 int64_t RowBytes(const Tensor& t);
 // Copies row r of a 2-D tensor, in either layout, to dst in row order (RowBytes(t) bytes).

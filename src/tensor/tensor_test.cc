@@ -85,5 +85,26 @@ TEST(TiledLayoutTest, WordPairTilesPutRowsIAnd16PlusIInOneDword) {
   }
 }
 
+// F32 / BF16 / F16 elements widened exactly (values each dtype holds exactly); other dtypes
+// refused without writing.
+TEST(WidenToF32Test, EachFloatDtypeAndNothingElse) {
+  const std::vector<float> values = {0.f, -1.5f, 3.25f, 1024.f};
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    Tensor t = NewHostTensor(dt, {2, 2});
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dt == DType::kF32) t.data<float>()[i] = values[i];
+      if (dt == DType::kBF16) t.data<uint16_t>()[i] = F32ToBf16(values[i]);
+      if (dt == DType::kF16) t.data<uint16_t>()[i] = F32ToF16(values[i]);
+    }
+    std::vector<float> out(4, 7.f);
+    ASSERT_TRUE(WidenToF32(t, out.data())) << DTypeName(dt);
+    EXPECT_EQ(out, values) << DTypeName(dt);
+  }
+  Tensor ints = NewHostTensor(DType::kI32, {4});
+  std::vector<float> out(4, 7.f);
+  EXPECT_FALSE(WidenToF32(ints, out.data()));
+  EXPECT_EQ(out, std::vector<float>(4, 7.f));
+}
+
 }  // namespace
 }  // namespace xinfer

@@ -33,15 +33,7 @@ namespace {
 class FastCpuOpsTest : public ::testing::Test {
  protected:
   Tensor Random(DType dtype, Shape shape, float scale = 1.f) {
-    Tensor t = backend_->NewTensor(dtype, shape);
-    std::normal_distribution<float> dist(0.f, scale);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      float v = dist(rng_);
-      if (dtype == DType::kF32) t.data<float>()[i] = v;
-      if (dtype == DType::kBF16) t.data<uint16_t>()[i] = F32ToBf16(v);
-      if (dtype == DType::kF16) t.data<uint16_t>()[i] = F32ToF16(v);
-    }
-    return t;
+    return RandomTensor(*backend_, dtype, std::move(shape), rng_, scale);
   }
   static double At(const Tensor& t, int64_t i) {
     if (t.dtype() == DType::kBF16) return Bf16ToF32(t.data<uint16_t>()[i]);

@@ -41,18 +41,6 @@ Weight Placed(Backend& backend, const Weight& w) {
   return Weight(std::move(q));
 }
 
-Tensor RandomTensor(Backend& backend, DType dtype, Shape shape, std::mt19937& rng) {
-  Tensor t = backend.NewTensor(dtype, shape);
-  std::normal_distribution<float> dist;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const float v = dist(rng);
-    if (dtype == DType::kF32) t.data<float>()[i] = v;
-    if (dtype == DType::kBF16) t.data<uint16_t>()[i] = F32ToBf16(v);
-    if (dtype == DType::kF16) t.data<uint16_t>()[i] = F32ToF16(v);
-  }
-  return t;
-}
-
 // Experts e = 0..4 over rows grouped by expert (sizes 3, 0, 1, 7, 2: 13 rows), each with a
 // "gate" and an "up" weight sharing the group's rows but writing two outputs, as the decoder
 // calls it; then the same groups against separate Linears on the same backend.

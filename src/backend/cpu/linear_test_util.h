@@ -1,5 +1,6 @@
-// Test helpers shared by the kernel suites: bitwise comparison, QuantLinear's batch and thread
-// invariance, LinearMany against separate Linear calls, paged attention's block tables.
+// Test helpers shared by the kernel suites: random tensors, bitwise comparison, QuantLinear's
+// batch and thread invariance, LinearMany against separate Linear calls, paged attention's block
+// tables.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +16,20 @@
 #include "backend/backend.h"
 
 namespace xinfer {
+
+// A new F32 / BF16 / F16 tensor of N(0, scale) values drawn from `rng`.
+inline Tensor RandomTensor(Backend& backend, DType dtype, Shape shape, std::mt19937& rng,
+                           float scale = 1.f) {
+  Tensor t = backend.NewTensor(dtype, std::move(shape));
+  std::normal_distribution<float> dist(0.f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = dist(rng);
+    if (dtype == DType::kF32) t.data<float>()[i] = v;
+    if (dtype == DType::kBF16) t.data<uint16_t>()[i] = F32ToBf16(v);
+    if (dtype == DType::kF16) t.data<uint16_t>()[i] = F32ToF16(v);
+  }
+  return t;
+}
 
 inline bool BitwiseEqual(const float* a, const float* b, int64_t n) {
   return std::memcmp(a, b, n * sizeof(float)) == 0;

@@ -24,21 +24,7 @@ float Dot16(const float* a, const float* b, int64_t n) {
 void BiasToF32(const Tensor& bias, int64_t n, std::vector<float>& dst) {
   XI_CHECK(bias.numel() == n);
   dst.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    switch (bias.dtype()) {
-      case DType::kF32:
-        dst[i] = bias.data<float>()[i];
-        break;
-      case DType::kF16:
-        dst[i] = F16ToF32(bias.data<uint16_t>()[i]);
-        break;
-      case DType::kBF16:
-        dst[i] = Bf16ToF32(bias.data<uint16_t>()[i]);
-        break;
-      default:
-        XI_CHECK_MSG(false, "unsupported bias dtype");
-    }
-  }
+  XI_CHECK_MSG(WidenToF32(bias, dst.data()), "unsupported bias dtype");
 }
 
 }  // namespace

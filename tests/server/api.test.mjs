@@ -1104,7 +1104,8 @@ describe('reranker (score / rerank)', { skip: skipUnless(QWEN) }, () => {
           /truncate_prompt_tokens must be an integer >= 1, or -1/],
         ['/score', { text_1: 'q', text_2: 'a', truncate_prompt_tokens: 1 << 30 },
           /truncate_prompt_tokens 1073741824 is larger than max_model_len/],
-        ['/rerank', { query: 'q', documents: ['a'], model: 'other' }, /does not exist/]]) {
+        ['/rerank', { query: 'q', documents: ['a'], model: 'other' }, /does not exist/],
+        ['/classify', { input: 'x' }, /needs a classification head \(score.weight\)/]]) {
         const res = await raw(srv.baseURL, 'POST', path, body);
         assert.ok(res.status === 400 || res.status === 404, `${path} ${JSON.stringify(body)}`);
         assert.match(res.json.error.message, message);

@@ -18,8 +18,12 @@ namespace xinfer::testing {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path WriteMoeModel(MoeExperts kind, int top_k, bool random_router, const std::string& name) {
-  const std::string src = SharedDir() + "/models/tiny-qwen3";
+namespace {
+
+fs::path WriteModel(const std::string& base, MoeExperts kind, SharedExpert shared, int top_k,
+                    bool random_router, const std::string& name) {
+  const bool qwen2 = base == "tiny-qwen2";
+  const std::string src = SharedDir() + "/models/" + base;
   const fs::path dir = fs::temp_directory_path() / fmt::format("xinfer-moe-{}-{}", name, getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -28,13 +32,14 @@ fs::path WriteMoeModel(MoeExperts kind, int top_k, bool random_router, const std
   json config = json::parse(std::ifstream(src + "/config.json"));
   const int h = config["hidden_size"], inter = config["intermediate_size"];
   const int layers = config["num_hidden_layers"];
-  const int e_size = kind == MoeExperts::kIdentical ? inter : inter / kMoeExperts;
-  config["architectures"] = {"Qwen3MoeForCausalLM"};
-  config["model_type"] = "qwen3_moe";
+  const int e_size = kind == MoeExperts::kSlices ? inter / kMoeExperts : inter;
+  config["architectures"] = {qwen2 ? "Qwen2MoeForCausalLM" : "Qwen3MoeForCausalLM"};
+  config["model_type"] = qwen2 ? "qwen2_moe" : "qwen3_moe";
   config["num_experts"] = kMoeExperts;
   config["num_experts_per_tok"] = top_k;
   config["moe_intermediate_size"] = e_size;
-  config["norm_topk_prob"] = true;
+  config["norm_topk_prob"] = !qwen2;
+  if (shared != SharedExpert::kNone) config["shared_expert_intermediate_size"] = inter;
   config["decoder_sparse_step"] = 1;
   config["mlp_only_layers"] = json::array();
   std::ofstream(dir / "config.json") << config.dump(2);
@@ -70,12 +75,25 @@ fs::path WriteMoeModel(MoeExperts kind, int top_k, bool random_router, const std
     if (random_router)
       for (uint16_t& r : router) r = F32ToBf16(normal(rng));
     add(p + "gate.weight", {kMoeExperts, h}, router);
+    auto scaled = [](const std::vector<uint16_t>& v, float s) {
+      std::vector<uint16_t> out;
+      for (uint16_t x : v) out.push_back(F32ToBf16(s * Bf16ToF32(x)));
+      return out;
+    };
+    if (shared != SharedExpert::kNone) {
+      add(p + "shared_expert.gate_proj.weight", gate_shape, gate);
+      add(p + "shared_expert.up_proj.weight", up_shape, up);
+      add(p + "shared_expert.down_proj.weight", down_shape,
+          scaled(down, shared == SharedExpert::kDoubledMlp ? 2.f : 0.f));
+      add(p + "shared_expert_gate.weight", {1, h}, std::vector<uint16_t>(h, 0));
+    }
     for (int e = 0; e < kMoeExperts; ++e) {
       const std::string x = fmt::format("{}experts.{}.", p, e);
-      if (kind == MoeExperts::kIdentical) {
+      if (kind != MoeExperts::kSlices) {
         add(x + "gate_proj.weight", gate_shape, gate);
         add(x + "up_proj.weight", up_shape, up);
-        add(x + "down_proj.weight", down_shape, down);
+        add(x + "down_proj.weight", down_shape,
+            scaled(down, kind == MoeExperts::kIdentical ? 1.f : 0.f));
         continue;
       }
       const size_t rows = static_cast<size_t>(e_size) * h, first = e * rows;
@@ -98,6 +116,18 @@ fs::path WriteMoeModel(MoeExperts kind, int top_k, bool random_router, const std
       uint64_t{1} << 40);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return dir;
+}
+
+}  // namespace
+
+fs::path WriteMoeModel(MoeExperts kind, int top_k, bool random_router, const std::string& name) {
+  return WriteModel("tiny-qwen3", kind, SharedExpert::kNone, top_k, random_router, name);
+}
+
+fs::path WriteQwen2MoeModel(MoeExperts kind, SharedExpert shared, int top_k,
+                            const std::string& name) {
+  // Slices need uniform routing (a zero router: softmax 1/4 each, exact, and not renormalized).
+  return WriteModel("tiny-qwen2", kind, shared, top_k, kind != MoeExperts::kSlices, name);
 }
 
 }  // namespace xinfer::testing

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "golden_util.h"
 #include "model/causal_lm.h"
@@ -50,6 +53,47 @@ INSTANTIATE_TEST_SUITE_P(Routings, MoeGoldenTest,
                                                   : "ExpertSlices",
                                               info.param.second);
                          });
+
+// Qwen2-MoE: the routed experts' weights are not renormalized and a shared expert, scaled by the
+// sigmoid of its gate, is added. Either carries the tiny Qwen2's dense MLP while the other adds 0:
+// the shared expert (down_proj doubled, gate 0: sigmoid 0.5) under randomly routed zero experts,
+// or the MLP's 4 slices each routed with softmax(0) = 1/4 beside a zero shared expert. Both must
+// give the float64 reference's golden logits of the tiny Qwen2.
+TEST(Qwen2MoeGoldenTest, SharedExpertAndUnnormalizedRoutingComputeTheDenseMlp) {
+  XI_REQUIRE_SHARED("models/tiny-qwen2");
+  XI_REQUIRE_SHARED("golden/logits/tiny-qwen2/golden.json");
+  for (const auto& [kind, shared, top_k] :
+       {std::tuple{MoeExperts::kZeroOutput, testing::SharedExpert::kDoubledMlp, 2},
+        std::tuple{MoeExperts::kSlices, testing::SharedExpert::kZeroOutput,
+                   testing::kMoeExperts}}) {
+    SCOPED_TRACE(kind == MoeExperts::kSlices ? "routed slices" : "shared expert");
+    const fs::path dir = testing::WriteQwen2MoeModel(kind, shared, top_k, "qwen2");
+    auto backend = CreateCpuBackend();
+    auto model = LoadCausalLM(dir.string(), *backend);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    EXPECT_EQ((*model)->config().architecture, "Qwen2MoeForCausalLM");
+    EXPECT_FALSE((*model)->config().norm_topk_prob);
+    EXPECT_EQ((*model)->config().shared_expert_intermediate_size, 160);
+    testing::ExpectMatchesGolden(**model, *backend,
+                                 testing::SharedDir() + "/golden/logits/tiny-qwen2");
+    fs::remove_all(dir);
+  }
+  // Without its gate the shared expert is an error naming the tensor.
+  const fs::path dir = testing::WriteQwen2MoeModel(MoeExperts::kZeroOutput,
+                                                   testing::SharedExpert::kNone, 2, "qwen2-bad");
+  {
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+    config["shared_expert_intermediate_size"] = 160;
+    std::ofstream(dir / "config.json") << config.dump();
+  }
+  auto backend = CreateCpuBackend();
+  auto model = LoadCausalLM(dir.string(), *backend);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("model.layers.0.mlp.shared_expert.gate_proj.weight"),
+            std::string::npos)
+      << model.status().ToString();
+  fs::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace xinfer

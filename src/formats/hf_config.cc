@@ -230,7 +230,10 @@ StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text) {
     }
     c.is_matryoshka = true;
   }
-  if (c.architecture == "Qwen3MoeForCausalLM") {
+  if (c.architecture == "Qwen3MoeForCausalLM" || c.architecture == "Qwen2MoeForCausalLM") {
+    if (c.architecture == "Qwen2MoeForCausalLM")
+      XI_RETURN_IF_ERROR(
+          GetInt(j, "shared_expert_intermediate_size", false, &c.shared_expert_intermediate_size));
     XI_RETURN_IF_ERROR(GetInt(j, "num_experts", true, &c.num_experts));
     XI_RETURN_IF_ERROR(GetInt(j, "num_experts_per_tok", true, &c.num_experts_per_tok));
     XI_RETURN_IF_ERROR(GetInt(j, "moe_intermediate_size", true, &c.moe_intermediate_size));

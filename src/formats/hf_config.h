@@ -55,6 +55,9 @@ struct ModelConfig {
   int num_experts_per_tok = 0;
   int moe_intermediate_size = 0;
   bool norm_topk_prob = false;
+  // Qwen2MoeForCausalLM: each sparse layer also runs a shared SwiGLU expert of this width on every
+  // token, scaled by sigmoid(shared_expert_gate . x) and added to the routed experts' sum; 0: none.
+  int shared_expert_intermediate_size = 0;
   int decoder_sparse_step = 1;
   std::vector<int> mlp_only_layers{};
   bool is_moe() const { return num_experts > 0; }

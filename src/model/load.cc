@@ -19,6 +19,7 @@ const std::map<std::string, SpecFn>& Registry() {
       {"Qwen2ForCausalLM", &Qwen2Spec},
       {"Qwen3ForCausalLM", &Qwen3Spec},
       {"Qwen3MoeForCausalLM", &Qwen3Spec},  // Qwen3's attention; sparse MLPs (decoder.cc)
+      {"Qwen2MoeForCausalLM", &Qwen2Spec},  // Qwen2's attention; sparse MLPs with a shared expert
       // Classifiers: two lm_head rows (classifier_from_token) or their own score.weight head.
       {"LlamaForSequenceClassification", &LlamaSpec},
       {"Qwen2ForSequenceClassification", &Qwen2Spec},

@@ -1,6 +1,7 @@
 #include "model/layers/decoder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/logging.h"
@@ -162,6 +163,28 @@ class DecoderLM : public CausalLM {
     ops.LinearRowGroups(gate, down_groups_);
     std::memset(out.raw(), 0, out.size_bytes());
     ops.ScatterAddRows(ye, routing_.tokens, routing_.weights, out);
+    if (!lw.shared_expert_gate.empty()) SharedExpert(ops, normed, lw, out);
+  }
+
+  // Qwen2-MoE's shared expert: every token's SwiGLU of the shared weights, scaled by the sigmoid
+  // of its gate logit (read on the host, as the router's), added after the routed experts' sum.
+  void SharedExpert(Ops& ops, const Tensor& normed, const DecoderLayerWeights& lw, Tensor& out) {
+    const int64_t t = normed.dim(0);
+    Tensor gate = arena_.shared_gate.Slice0(0, t), up = arena_.shared_up.Slice0(0, t);
+    Tensor y = arena_.expert_out.Slice0(0, t), logit = arena_.shared_logit.Slice0(0, t);
+    const ExpertWeights& se = lw.shared_expert;
+    const Ops::LinearOut gate_up[] = {{&se.gate_proj, nullptr, &gate}, {&se.up_proj, nullptr, &up}};
+    ops.LinearMany(normed, gate_up);
+    ops.SiluMul(gate, up, gate);
+    ops.Linear(gate, se.down_proj, nullptr, y);
+    ops.Linear(normed, lw.shared_expert_gate, nullptr, logit);
+    shared_rows_.resize(static_cast<size_t>(t));
+    shared_scale_.resize(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) {
+      shared_rows_[i] = static_cast<int32_t>(i);
+      shared_scale_[i] = 1.f / (1.f + std::exp(-logit.data<float>()[i]));
+    }
+    ops.ScatterAddRows(y, shared_rows_, shared_scale_, out);
   }
 
   // Activations of one step, sized for `capacity` tokens. Allocated when the model is built and
@@ -171,6 +194,7 @@ class DecoderLM : public CausalLM {
     int64_t capacity = 0;
     Tensor x, normed, q, k, v, attn, proj, gate, up, picked;
     Tensor router, expert_x, expert_gate, expert_up, expert_out;  // mixture-of-experts models
+    Tensor shared_gate, shared_up, shared_logit;                  // their shared expert
   };
   static constexpr int64_t kInitialArenaTokens = 256;
 
@@ -200,6 +224,11 @@ class DecoderLM : public CausalLM {
       arena_.expert_gate = backend_.NewTensor(DType::kF32, {picks, e});
       arena_.expert_up = backend_.NewTensor(DType::kF32, {picks, e});
       arena_.expert_out = backend_.NewTensor(DType::kF32, {picks, h});
+      if (const int64_t s = config_.shared_expert_intermediate_size; s > 0) {
+        arena_.shared_gate = backend_.NewTensor(DType::kF32, {cap, s});
+        arena_.shared_up = backend_.NewTensor(DType::kF32, {cap, s});
+        arena_.shared_logit = backend_.NewTensor(DType::kF32, {cap, 1});
+      }
     }
     if (!shard_.whole() && zero_row_.empty()) zero_row_ = backend_.NewTensor(DType::kF32, {1, h});
   }
@@ -273,6 +302,8 @@ class DecoderLM : public CausalLM {
   int64_t num_parameters_ = 0;
   MoeRouting routing_;  // the sparse layers' scratch, reused
   std::vector<Ops::RowGroupLinear> gate_up_groups_, down_groups_;  // likewise
+  std::vector<int32_t> shared_rows_;                               // likewise: 0, 1, ..., T - 1
+  std::vector<float> shared_scale_;                                // the shared expert's gates
   Arena arena_;
   Tensor zero_row_;                 // [1, hidden] zeros (shards only)
   Tensor local_logits_;             // a shard's vocabulary slice of the sampled rows' logits

@@ -35,21 +35,33 @@ struct DecoderLayerWeights {
   Weight gate_proj, up_proj, down_proj;   // the dense MLP; empty in a sparse (MoE) layer
   Weight router;                          // a sparse layer's [num_experts, hidden] gate
   std::vector<ExpertWeights> experts;     // a sparse layer's; empty in a dense one
+  // A sparse layer's shared expert and its [1, hidden] gate (Qwen2-MoE); empty when none.
+  ExpertWeights shared_expert;
+  Weight shared_expert_gate;
 
   bool sparse() const { return !experts.empty(); }
-  // Every projection (the seven, then the router and the experts'), and the vectors (norm
-  // weights and biases, some empty), in one place for the passes that visit every weight.
+  // Every projection (the seven, then the router, the shared expert's and the experts'), and the
+  // vectors (norm weights and biases, some empty), in one place for the passes that visit every
+  // weight. Empty ones included.
   std::vector<Weight*> projections() {
-    std::vector<Weight*> p = {&q_proj,    &k_proj,  &v_proj,    &o_proj,
-                              &gate_proj, &up_proj, &down_proj, &router};
+    std::vector<Weight*> p = {&q_proj,
+                              &k_proj,
+                              &v_proj,
+                              &o_proj,
+                              &gate_proj,
+                              &up_proj,
+                              &down_proj,
+                              &router,
+                              &shared_expert.gate_proj,
+                              &shared_expert.up_proj,
+                              &shared_expert.down_proj,
+                              &shared_expert_gate};
     for (ExpertWeights& e : experts) p.insert(p.end(), {&e.gate_proj, &e.up_proj, &e.down_proj});
     return p;
   }
   std::vector<const Weight*> projections() const {
-    std::vector<const Weight*> p = {&q_proj,    &k_proj,  &v_proj,    &o_proj,
-                                    &gate_proj, &up_proj, &down_proj, &router};
-    for (const ExpertWeights& e : experts)
-      p.insert(p.end(), {&e.gate_proj, &e.up_proj, &e.down_proj});
+    std::vector<const Weight*> p;
+    for (Weight* w : const_cast<DecoderLayerWeights*>(this)->projections()) p.push_back(w);
     return p;
   }
   std::array<Tensor*, 8> vectors() {

@@ -228,6 +228,17 @@ StatusOr<DecoderWeights> LoadDecoderWeights(const WeightStore& store, const Mode
     // the experts, mlp.experts.E.{gate,up,down}_proj.
     const int64_t e_size = c.moe_intermediate_size;
     XI_RETURN_IF_ERROR(LoadDense(store, p + "mlp.gate.weight", {c.num_experts, h}, &lw.router));
+    if (const int64_t s = c.shared_expert_intermediate_size; s > 0) {
+      ExpertWeights& se = lw.shared_expert;
+      XI_RETURN_IF_ERROR(
+          LoadProj(store, p + "mlp.shared_expert.gate_proj", {s, h}, awq, &se.gate_proj));
+      XI_RETURN_IF_ERROR(
+          LoadProj(store, p + "mlp.shared_expert.up_proj", {s, h}, awq, &se.up_proj));
+      XI_RETURN_IF_ERROR(
+          LoadProj(store, p + "mlp.shared_expert.down_proj", {h, s}, awq, &se.down_proj));
+      XI_RETURN_IF_ERROR(
+          LoadDense(store, p + "mlp.shared_expert_gate.weight", {1, h}, &lw.shared_expert_gate));
+    }
     for (int e = 0; e < c.num_experts; ++e) {
       const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
       ExpertWeights& ew = lw.experts.emplace_back();

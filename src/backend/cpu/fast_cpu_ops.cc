@@ -153,6 +153,13 @@ void FastCpuOps::PrepareDenseX(DenseKernel kind, int64_t t_rows, cpu::LinearTask
   });
 }
 
+void FastCpuOps::ShareDenseX(const cpu::LinearTask& from, cpu::LinearTask& to) {
+  to.xb = from.xb;
+  to.ldxb = from.ldxb;
+  to.xp = from.xp;
+  to.ldxp = from.ldxp;
+}
+
 void FastCpuOps::RunDense(DenseKernel kind, const cpu::LinearTask& task, int64_t t0, int64_t t1,
                           int64_t n0, int64_t n1) {
   switch (kind) {
@@ -221,12 +228,7 @@ void FastCpuOps::LinearMany(const Tensor& x, std::span<const LinearOut> parts) {
   if (t_rows == 0) return;
   // x is prepared once (same x for every part), into the scratch all tasks then point at.
   PrepareDenseX(kind, t_rows, tasks[0]);
-  for (size_t i = 1; i < parts.size(); ++i) {
-    tasks[i].xb = tasks[0].xb;
-    tasks[i].ldxb = tasks[0].ldxb;
-    tasks[i].xp = tasks[0].xp;
-    tasks[i].ldxp = tasks[0].ldxp;
-  }
+  for (size_t i = 1; i < parts.size(); ++i) ShareDenseX(tasks[0], tasks[i]);
   ForEachPartRange(
       std::span(unit_start.data(), parts.size() + 1), MinUnits(kMinParallelMacs, macs_per_unit),
       [&](size_t i, int64_t u0, int64_t u1) {

@@ -134,6 +134,13 @@ class FastCpuOps : public CpuOps {
   bool LinearRowGroupsDense(const Tensor& x, std::span<const RowGroupLinear> groups);
   // Points `to` at the x that `from` was prepared with (every prepared form of it).
   static void ShareQuantX(const cpu::QuantLinearTask& from, cpu::QuantLinearTask& to);
+  static void ShareDenseX(const cpu::LinearTask& from, cpu::LinearTask& to);
+  // The one-job quantized paths (LinearMany, LinearRowGroups): x prepared for `kind` into `task`
+  // (returns the int8 kernel for kInt8, else kNone), and a range run on `kind`'s kernel.
+  Int8Isa PrepareQuantX(QuantKernel kind, const Tensor& x, const QuantTensor& w, int64_t t_rows,
+                        cpu::QuantLinearTask& task);
+  void RunQuant(QuantKernel kind, Int8Isa isa, const cpu::QuantLinearTask& task, int64_t t0,
+                int64_t t1, int64_t n0, int64_t n1) const;
   // QuantLinear with Highway's kernels (CPUs without AVX-512, or formats it lacks).
   void QuantLinearSimd(const cpu::QuantLinearTask& task, int64_t t_rows);
   // Converts a small F32/BF16/F16 vector (bias, norm weight) to F32 into `dst`.

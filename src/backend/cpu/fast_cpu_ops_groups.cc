@@ -23,19 +23,6 @@ void FastCpuOps::LinearRowGroups(const Tensor& x, std::span<const RowGroupLinear
   Ops::LinearRowGroups(x, groups);
 }
 
-void FastCpuOps::ShareQuantX(const cpu::QuantLinearTask& from, cpu::QuantLinearTask& to) {
-  to.x = from.x;
-  to.hi_only = from.hi_only;
-  to.xs = from.xs;
-  to.ldxs = from.ldxs;
-  to.xsum = from.xsum;
-  to.ldxsum = from.ldxsum;
-  to.xq = from.xq;
-  to.ldxq = from.ldxq;
-  to.xaux = from.xaux;
-  to.ldxaux = from.ldxaux;
-}
-
 bool FastCpuOps::LinearRowGroupsQuant(const Tensor& x, std::span<const RowGroupLinear> groups) {
   if (!groups[0].w->quantized() || x.rank() != 2) return false;
   const QuantTensor& q0 = groups[0].w->quant();
@@ -63,28 +50,14 @@ bool FastCpuOps::LinearRowGroupsQuant(const Tensor& x, std::span<const RowGroupL
     max_rows = std::max(max_rows, g.row_end - g.row_begin);
   }
   cpu::QuantLinearTask& first = group_quant_tasks_[0];
-  Int8Isa isa = Int8Isa::kNone;
-  if (kind == QuantKernel::kInt8) {
-    isa = PrepareInt8X(x, q0, t_rows, first);
-  } else if (kind == QuantKernel::kW4A16Panels) {
-    PrepareW4A16X(x, t_rows, first);
-  } else {
-    PrepareNibbleBf16X(x, q0.type, t_rows, first);
-  }
+  const Int8Isa isa = PrepareQuantX(kind, x, q0, t_rows, first);
   for (size_t i = 1; i < groups.size(); ++i) ShareQuantX(first, group_quant_tasks_[i]);
   ForEachPartRange(
       group_units_, MinUnits(kMinParallelMacs, 16 * max_rows * k),
       [&](size_t i, int64_t u0, int64_t u1) {
         const cpu::QuantLinearTask& task = group_quant_tasks_[i];
-        const int64_t r0 = groups[i].row_begin, r1 = groups[i].row_end;
-        const int64_t n0 = u0 * 16, n1 = std::min(task.ldo, u1 * 16);
-        if (kind == QuantKernel::kInt8) {
-          RunInt8(isa, task, r0, r1, n0, n1);
-        } else if (kind == QuantKernel::kW4A16Panels) {
-          RunW4A16Panels(task, r0, r1, n0, n1);
-        } else {
-          cpu::avx512::QuantLinearNibbleBf16(task, r0, r1, n0, n1);
-        }
+        RunQuant(kind, isa, task, groups[i].row_begin, groups[i].row_end, u0 * 16,
+                 std::min(task.ldo, u1 * 16));
       },
       RangesFor(max_rows, isa));
   return true;
@@ -119,13 +92,7 @@ bool FastCpuOps::LinearRowGroupsDense(const Tensor& x, std::span<const RowGroupL
   }
   cpu::LinearTask& first = group_dense_tasks_[0];
   PrepareDenseX(kind, t_rows, first);
-  for (size_t i = 1; i < groups.size(); ++i) {
-    cpu::LinearTask& task = group_dense_tasks_[i];
-    task.xb = first.xb;
-    task.ldxb = first.ldxb;
-    task.xp = first.xp;
-    task.ldxp = first.ldxp;
-  }
+  for (size_t i = 1; i < groups.size(); ++i) ShareDenseX(first, group_dense_tasks_[i]);
   ForEachPartRange(group_units_, MinUnits(kMinParallelMacs, max_unit * max_rows * k),
                    [&](size_t i, int64_t u0, int64_t u1) {
                      const cpu::LinearTask& task = group_dense_tasks_[i];

@@ -133,29 +133,47 @@ bool FastCpuOps::LinearManyQuant(const Tensor& x, std::span<const LinearOut> par
     unit_start[i + 1] = unit_start[i] + CeilDiv(parts[i].w->quant().rows, 16);
   }
   const int64_t k = parts[0].w->quant().cols;
-  Int8Isa isa = Int8Isa::kNone;
-  if (kind == QuantKernel::kInt8) {
-    isa = PrepareInt8X(x, parts[0].w->quant(), t_rows, tasks[0]);
-  } else if (kind == QuantKernel::kW4A16Panels) {
-    PrepareW4A16X(x, t_rows, tasks[0]);
-  } else {
-    PrepareNibbleBf16X(x, parts[0].w->quant().type, t_rows, tasks[0]);
-  }
+  const Int8Isa isa = PrepareQuantX(kind, x, parts[0].w->quant(), t_rows, tasks[0]);
   for (size_t i = 1; i < parts.size(); ++i) ShareQuantX(tasks[0], tasks[i]);
   ForEachPartRange(
       std::span(unit_start.data(), parts.size() + 1), MinUnits(kMinParallelMacs, 16 * t_rows * k),
       [&](size_t i, int64_t u0, int64_t u1) {
-        const int64_t n0 = u0 * 16, n1 = std::min(tasks[i].ldo, u1 * 16);
-        if (kind == QuantKernel::kInt8) {
-          RunInt8(isa, tasks[i], 0, t_rows, n0, n1);
-        } else if (kind == QuantKernel::kW4A16Panels) {
-          RunW4A16Panels(tasks[i], 0, t_rows, n0, n1);
-        } else {
-          cpu::avx512::QuantLinearNibbleBf16(tasks[i], 0, t_rows, n0, n1);
-        }
+        RunQuant(kind, isa, tasks[i], 0, t_rows, u0 * 16, std::min(tasks[i].ldo, u1 * 16));
       },
       RangesFor(t_rows, isa));
   return true;
+}
+
+FastCpuOps::Int8Isa FastCpuOps::PrepareQuantX(QuantKernel kind, const Tensor& x,
+                                              const QuantTensor& w, int64_t t_rows,
+                                              cpu::QuantLinearTask& task) {
+  if (kind == QuantKernel::kInt8) return PrepareInt8X(x, w, t_rows, task);
+  if (kind == QuantKernel::kW4A16Panels) {
+    PrepareW4A16X(x, t_rows, task);
+  } else {
+    PrepareNibbleBf16X(x, w.type, t_rows, task);
+  }
+  return Int8Isa::kNone;
+}
+
+void FastCpuOps::RunQuant(QuantKernel kind, Int8Isa isa, const cpu::QuantLinearTask& task,
+                          int64_t t0, int64_t t1, int64_t n0, int64_t n1) const {
+  if (kind == QuantKernel::kInt8) return RunInt8(isa, task, t0, t1, n0, n1);
+  if (kind == QuantKernel::kW4A16Panels) return RunW4A16Panels(task, t0, t1, n0, n1);
+  cpu::avx512::QuantLinearNibbleBf16(task, t0, t1, n0, n1);
+}
+
+void FastCpuOps::ShareQuantX(const cpu::QuantLinearTask& from, cpu::QuantLinearTask& to) {
+  to.x = from.x;
+  to.hi_only = from.hi_only;
+  to.xs = from.xs;
+  to.ldxs = from.ldxs;
+  to.xsum = from.xsum;
+  to.ldxsum = from.ldxsum;
+  to.xq = from.xq;
+  to.ldxq = from.ldxq;
+  to.xaux = from.xaux;
+  to.ldxaux = from.ldxaux;
 }
 
 void FastCpuOps::QuantLinear(const Tensor& x, const QuantTensor& w, const Tensor* bias,

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "test_util.h"
@@ -141,43 +142,47 @@ TEST(CliTest, TokenizeAndInspect) {
   EXPECT_GT(j["parameters"].get<int64_t>(), 151936 * 64);
 }
 
-// The tiny MoE preset: written, exported as a llama.cpp qwen3moe GGUF, inspected, and the file
-// generates what the folder generates (same tokens, same log-probabilities).
-TEST(CliTest, DemoMoePresetExportsToGgufAndGeneratesTheSame) {
+// The tiny MoE presets: written, exported as llama.cpp's qwen3moe / qwen2moe GGUF, inspected, and
+// the file generates what the folder generates (same tokens, same log-probabilities).
+TEST(CliTest, DemoMoePresetsExportToGgufAndGenerateTheSame) {
   XI_REQUIRE_SHARED("models/tiny-qwen3");
-  const std::string dir = ScratchPath("demo-moe"), gguf = ScratchPath("demo-moe.gguf");
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove(gguf);
-  RunResult m = RunXinfer("make-model --preset demo-moe --out " + dir + " --tokenizer " +
-                          Model("tiny-qwen3"));
-  ASSERT_EQ(m.exit_code, 0) << m.err;
-  RunResult q = RunXinfer("quantize --gguf bf16 " + dir + " " + gguf);
-  ASSERT_EQ(q.exit_code, 0) << q.err;
-  RunResult i = RunXinfer("inspect " + gguf);
-  ASSERT_EQ(i.exit_code, 0) << i.err;
-  EXPECT_NE(i.out.find("architecture: Qwen3MoeForCausalLM (model_type qwen3moe)"),
-            std::string::npos)
-      << i.out;
-  EXPECT_NE(i.out.find("experts: 8 per sparse layer (intermediate 64), 2 per token, weights "
-                       "renormalized"),
-            std::string::npos)
-      << i.out;
-  EXPECT_NE(i.out.find("blk.1.ffn_down_exps.weight"), std::string::npos);
-  std::vector<json> outs;
-  for (const std::string& model : {dir, gguf}) {
-    RunResult g = RunXinfer("generate --model " + model +
-                            " --prompt-ids 9707,1052,11 --max-tokens 8 --temperature 0 "
-                            "--logprobs 2 --json");
-    ASSERT_EQ(g.exit_code, 0) << g.err;
-    outs.push_back(json::parse(g.out));
+  for (const auto& [preset, arch, experts] :
+       {std::tuple{"demo-moe", "Qwen3MoeForCausalLM (model_type qwen3moe)",
+                   "experts: 8 per sparse layer (intermediate 64), 2 per token, weights "
+                   "renormalized\n"},
+        std::tuple{"demo-qwen2-moe", "Qwen2MoeForCausalLM (model_type qwen2moe)",
+                   "experts: 8 per sparse layer (intermediate 64), 2 per token, a gated shared "
+                   "expert (intermediate 128)\n"}}) {
+    SCOPED_TRACE(preset);
+    const std::string dir = ScratchPath(preset), gguf = ScratchPath(std::string(preset) + ".gguf");
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(gguf);
+    RunResult m = RunXinfer("make-model --preset " + std::string(preset) + " --out " + dir +
+                            " --tokenizer " + Model("tiny-qwen3"));
+    ASSERT_EQ(m.exit_code, 0) << m.err;
+    RunResult q = RunXinfer("quantize --gguf bf16 " + dir + " " + gguf);
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    RunResult i = RunXinfer("inspect " + gguf);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_NE(i.out.find(std::string("architecture: ") + arch), std::string::npos) << i.out;
+    EXPECT_NE(i.out.find(experts), std::string::npos) << i.out;
+    EXPECT_NE(i.out.find("blk.1.ffn_down_exps.weight"), std::string::npos);
+    std::vector<json> outs;
+    for (const std::string& model : {dir, gguf}) {
+      RunResult g = RunXinfer("generate --model " + model +
+                              " --prompt-ids 9707,1052,11 --max-tokens 8 --temperature 0 "
+                              "--logprobs 2 --json");
+      ASSERT_EQ(g.exit_code, 0) << g.err;
+      outs.push_back(json::parse(g.out));
+    }
+    EXPECT_EQ(outs[0]["token_ids"], outs[1]["token_ids"]);
+    ASSERT_EQ(outs[0]["logprobs"].size(), 8u);
+    for (size_t t = 0; t < 8; ++t)
+      EXPECT_NEAR(outs[0]["logprobs"][t][0]["logprob"].get<double>(),
+                  outs[1]["logprobs"][t][0]["logprob"].get<double>(), 1e-4);
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(gguf);
   }
-  EXPECT_EQ(outs[0]["token_ids"], outs[1]["token_ids"]);
-  ASSERT_EQ(outs[0]["logprobs"].size(), 8u);
-  for (size_t t = 0; t < 8; ++t)
-    EXPECT_NEAR(outs[0]["logprobs"][t][0]["logprob"].get<double>(),
-                outs[1]["logprobs"][t][0]["logprob"].get<double>(), 1e-4);
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove(gguf);
 }
 
 // Offline batch mode: JSONL in (prompt / prompt_ids / messages + sampling parameters), JSONL out

@@ -325,6 +325,135 @@ TEST(GgufExportTest, MoeExpertsStackAsLlamaCppsQwen3Moe) {
   fs::remove_all(dir);
 }
 
+// Qwen2-MoE as llama.cpp's qwen2moe: the routed experts stacked as qwen3moe's, and each layer's
+// shared expert as ffn_{gate,up,down}_shexp with its gate's one row as the F32 vector
+// ffn_gate_inp_shexp, expert_shared_feed_forward_length, the weights not renormalized. Two
+// checkpoints whose MLP is carried by one path while the other adds 0 (moe_model_util.h) load
+// back with the float64 reference's logits: the shared expert alone (doubled down under a zero
+// gate) and the routed slices alone (unnormalized routing at 1/4 each). Q8_0: the shared expert
+// quantizes as the dense MLP does (doubling is exact in its scales), so the file gives the dense
+// Q8_0 export's logits — its quantized bytes are read where they were written.
+TEST(GgufExportTest, Qwen2MoeSharedExpertAsLlamaCppsQwen2Moe) {
+  XI_REQUIRE_SHARED("models/tiny-qwen2");
+  XI_REQUIRE_SHARED("golden/logits/tiny-qwen2/golden.json");
+  auto backend = CreateCpuBackend();
+  const std::vector<int32_t> ids = {9707, 11, 1879, 0, 3555, 374, 279, 6722};
+  for (const auto& [kind, shared, top_k] :
+       {std::tuple{testing::MoeExperts::kZeroOutput, testing::SharedExpert::kDoubledMlp, 2},
+        std::tuple{testing::MoeExperts::kSlices, testing::SharedExpert::kZeroOutput,
+                   testing::kMoeExperts}}) {
+    SCOPED_TRACE(kind == testing::MoeExperts::kSlices ? "routed slices" : "shared expert");
+    const fs::path dir = testing::WriteQwen2MoeModel(kind, shared, top_k, "gguf-qwen2moe");
+    const std::string path = TempGguf("qwen2moe-bf16");
+    Status s = ExportGguf(dir.string(), path, {.type = GgufExportType::kBF16});
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    auto file = GgufFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    EXPECT_EQ(*(*file)->GetString("general.architecture"), "qwen2moe");
+    EXPECT_EQ(*(*file)->GetInt("qwen2moe.expert_shared_feed_forward_length"), 160);
+    auto folder_store = WeightStore::OpenDir(dir.string());
+    ASSERT_TRUE(folder_store.ok());
+    for (int l = 0; l < 2; ++l) {
+      const GgufTensorInfo* gate =
+          (*file)->FindTensor(fmt::format("blk.{}.ffn_gate_inp_shexp.weight", l));
+      ASSERT_NE(gate, nullptr);
+      EXPECT_EQ(gate->type, ggml::kF32);
+      EXPECT_EQ(gate->ne, (std::vector<int64_t>{64}));
+      for (const auto& [proj, gguf, rows, cols] :
+           {std::tuple{"gate_proj", "ffn_gate_shexp", 160, 64},
+            {"up_proj", "ffn_up_shexp", 160, 64},
+            {"down_proj", "ffn_down_shexp", 64, 160}}) {
+        const GgufTensorInfo* info = (*file)->FindTensor(fmt::format("blk.{}.{}.weight", l, gguf));
+        ASSERT_NE(info, nullptr) << gguf;
+        EXPECT_EQ(info->type, ggml::kBF16);
+        ASSERT_EQ(info->ne, (std::vector<int64_t>{cols, rows})) << gguf;
+        Tensor t = (*folder_store)
+                       ->Get(fmt::format("model.layers.{}.mlp.shared_expert.{}.weight", l, proj))
+                       .value();
+        EXPECT_EQ(std::memcmp((*file)->GetRaw(*info).raw(), t.raw(), t.size_bytes()), 0) << gguf;
+      }
+    }
+    auto gguf = LoadCausalLM(path, *backend);
+    auto folder = LoadCausalLM(dir.string(), *backend);
+    ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+    ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+    EXPECT_EQ((*gguf)->config().architecture, "Qwen2MoeForCausalLM");
+    EXPECT_FALSE((*gguf)->config().norm_topk_prob);
+    EXPECT_EQ((*gguf)->config().shared_expert_intermediate_size, 160);
+    testing::ExpectMatchesGolden(**gguf, *backend, Shared("golden/logits/tiny-qwen2"));
+    EXPECT_LT(testing::MaxAbsDiff(testing::LastLogits(**gguf, *backend, ids),
+                                  testing::LastLogits(**folder, *backend, ids)),
+              1e-5);
+    fs::remove(path);
+    fs::remove_all(dir);
+  }
+
+  const fs::path dir = testing::WriteQwen2MoeModel(
+      testing::MoeExperts::kZeroOutput, testing::SharedExpert::kDoubledMlp, 2, "gguf-qwen2moe-q8");
+  const std::string moe_q8 = TempGguf("qwen2moe-q8_0"), dense_q8 = TempGguf("qwen2-q8_0");
+  ASSERT_TRUE(ExportGguf(dir.string(), moe_q8, {.type = GgufExportType::kQ8_0}).ok());
+  ASSERT_TRUE(
+      ExportGguf(Shared("models/tiny-qwen2"), dense_q8, {.type = GgufExportType::kQ8_0}).ok());
+  auto moe = LoadCausalLM(moe_q8, *backend);
+  auto dense = LoadCausalLM(dense_q8, *backend);
+  auto folder = LoadCausalLM(dir.string(), *backend);
+  ASSERT_TRUE(moe.ok()) << moe.status().ToString();
+  ASSERT_TRUE(dense.ok() && folder.ok());
+  const auto got = testing::LastLogits(**moe, *backend, ids);
+  EXPECT_LT(testing::MaxAbsDiff(got, testing::LastLogits(**dense, *backend, ids)), 1e-4);
+  EXPECT_GT(testing::MaxAbsDiff(got, testing::LastLogits(**folder, *backend, ids)), 1e-4);
+  fs::remove(moe_q8);
+  fs::remove(dense_q8);
+
+  // Tied embeddings: llama.cpp's qwen2moe loader requires output.weight, so the file carries the
+  // embedding's copy (and gives the tied folder's logits).
+  {
+    json config = json::parse(std::ifstream(dir / "config.json"));
+    config["tie_word_embeddings"] = true;
+    std::ofstream(dir / "config.json") << config.dump();
+  }
+  const std::string tied = TempGguf("qwen2moe-tied");
+  ASSERT_TRUE(ExportGguf(dir.string(), tied, {.type = GgufExportType::kBF16}).ok());
+  auto tied_file = GgufFile::Open(tied);
+  ASSERT_TRUE(tied_file.ok());
+  const GgufTensorInfo* output = (*tied_file)->FindTensor("output.weight");
+  const GgufTensorInfo* embd = (*tied_file)->FindTensor("token_embd.weight");
+  ASSERT_NE(output, nullptr);
+  ASSERT_NE(embd, nullptr);
+  ASSERT_EQ(output->size, embd->size);
+  EXPECT_EQ(std::memcmp((*tied_file)->GetRaw(*output).raw(), (*tied_file)->GetRaw(*embd).raw(),
+                        embd->size),
+            0);
+  auto tied_gguf = LoadCausalLM(tied, *backend);
+  auto tied_folder = LoadCausalLM(dir.string(), *backend);
+  ASSERT_TRUE(tied_gguf.ok() && tied_folder.ok());
+  EXPECT_LT(testing::MaxAbsDiff(testing::LastLogits(**tied_gguf, *backend, ids),
+                                testing::LastLogits(**tied_folder, *backend, ids)),
+            1e-5);
+  fs::remove(tied);
+
+  // What llama.cpp's qwen2moe graph cannot express is refused: renormalized weights, no shared
+  // expert.
+  {
+    json config = json::parse(std::ifstream(dir / "config.json"));
+    config["norm_topk_prob"] = true;
+    std::ofstream(dir / "config.json") << config.dump();
+  }
+  const std::string refused = TempGguf("qwen2moe-refused");
+  Status s = ExportGguf(dir.string(), refused, {});
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+  EXPECT_NE(s.message().find("norm_topk_prob true"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(fs::exists(refused));
+  fs::remove_all(dir);
+  const fs::path unshared = testing::WriteQwen2MoeModel(
+      testing::MoeExperts::kZeroOutput, testing::SharedExpert::kNone, 2, "gguf-qwen2moe-none");
+  s = ExportGguf(unshared.string(), refused, {});
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+  EXPECT_NE(s.message().find("shared expert"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(fs::exists(refused));
+  fs::remove_all(unshared);
+}
+
 // A stacked expert tensor whose dimensions are not {cols, rows, n_experts} (here gate's rows and
 // columns swapped: the same bytes, so the file itself is well-formed) is a load error naming it.
 TEST(GgufExportTest, MoeExpertTensorOfTheWrongShapeIsALoadError) {

@@ -211,12 +211,14 @@ TEST(GgufModelErrorsTest, NonPositiveRopeBaseOrEpsilonIsALoadError) {
 // qwen3moe's expert keys, read as llama.cpp reads them; what our decoder cannot compute (shared
 // experts, another gating function) or a count that makes no sense is a load error naming the key.
 TEST(GgufModelErrorsTest, Qwen3MoeExpertKeys) {
-  auto config = [](const std::map<std::string, int64_t>& ints) {
+  auto config = [](const std::map<std::string, int64_t>& ints, const std::string& arch = "qwen3moe",
+                   float weights_scale = 0) {
     GgufWriter w;
-    w.SetString("general.architecture", "qwen3moe");
+    w.SetString("general.architecture", arch);
     for (const auto& [k, v] : ints)
-      if (v >= 0) w.SetU32("qwen3moe." + k, static_cast<uint32_t>(v));
-    w.SetF32("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6f);
+      if (v >= 0) w.SetU32(arch + "." + k, static_cast<uint32_t>(v));
+    w.SetF32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
+    if (weights_scale != 0) w.SetF32(arch + ".expert_weights_scale", weights_scale);
     w.AddTensor("token_embd.weight", ggml::kF32, {8, 16}, std::string(8 * 16 * 4, '\0'));
     const std::string path = ::testing::TempDir() + "/moe_keys.gguf";
     EXPECT_TRUE(w.WriteFile(path).ok());
@@ -255,7 +257,7 @@ TEST(GgufModelErrorsTest, Qwen3MoeExpertKeys) {
            {"expert_count", -1, "qwen3moe.expert_count"},
            {"expert_used_count", 9, "exceeds 'qwen3moe.expert_count' = 8"},
            {"expert_used_count", 0, "qwen3moe.expert_used_count"},
-           {"expert_shared_count", 1, "shared experts"},
+           {"expert_shared_count", 1, "qwen3moe.expert_shared_count = 1"},
            {"expert_gating_func", 2, "expert gating function 2"}}) {
     auto bad = ints;
     bad[key] = value;
@@ -268,6 +270,65 @@ TEST(GgufModelErrorsTest, Qwen3MoeExpertKeys) {
   c = config(neither);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("expert_feed_forward_length"), std::string::npos)
+      << c.status().ToString();
+  c = config(ints, "qwen3moe", 2.5f);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("expert_weights_scale = 2.5"), std::string::npos)
+      << c.status().ToString();
+  ASSERT_TRUE(config(ints, "qwen3moe", 1.f).ok());
+}
+
+// qwen2moe: the same keys, the weights not renormalized, and one shared expert whose width is
+// expert_shared_feed_forward_length, else feed_forward_length (llama.cpp's loader).
+TEST(GgufModelErrorsTest, Qwen2MoeSharedExpertKeys) {
+  auto config = [](const std::map<std::string, int64_t>& ints) {
+    GgufWriter w;
+    w.SetString("general.architecture", "qwen2moe");
+    for (const auto& [k, v] : ints)
+      if (v >= 0) w.SetU32("qwen2moe." + k, static_cast<uint32_t>(v));
+    w.SetF32("qwen2moe.attention.layer_norm_rms_epsilon", 1e-6f);
+    w.AddTensor("token_embd.weight", ggml::kF32, {8, 16}, std::string(8 * 16 * 4, '\0'));
+    const std::string path = ::testing::TempDir() + "/qwen2moe_keys.gguf";
+    EXPECT_TRUE(w.WriteFile(path).ok());
+    auto f = GgufFile::Open(path);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    auto c = GgufModelConfig(**f);
+    fs::remove(path);
+    return c;
+  };
+  std::map<std::string, int64_t> ints = {{"embedding_length", 8},
+                                         {"feed_forward_length", 48},
+                                         {"block_count", 1},
+                                         {"attention.head_count", 2},
+                                         {"expert_count", 8},
+                                         {"expert_used_count", 2},
+                                         {"expert_feed_forward_length", 12},
+                                         {"expert_shared_feed_forward_length", 20}};
+  auto c = config(ints);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, "Qwen2MoeForCausalLM");
+  EXPECT_EQ(c->moe_intermediate_size, 12);
+  EXPECT_EQ(c->shared_expert_intermediate_size, 20);
+  EXPECT_FALSE(c->norm_topk_prob);
+  EXPECT_TRUE(c->IsSparseLayer(0));
+  auto one_shared = ints;
+  one_shared["expert_shared_count"] = 1;
+  ASSERT_TRUE(config(one_shared).ok());
+  auto default_width = ints;
+  default_width["expert_shared_feed_forward_length"] = -1;
+  c = config(default_width);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->shared_expert_intermediate_size, 48);
+  default_width["feed_forward_length"] = -1;
+  c = config(default_width);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("expert_shared_feed_forward_length"), std::string::npos)
+      << c.status().ToString();
+  auto two_shared = ints;
+  two_shared["expert_shared_count"] = 2;
+  c = config(two_shared);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("qwen2moe.expert_shared_count = 2"), std::string::npos)
       << c.status().ToString();
 }
 

@@ -55,6 +55,7 @@ struct ArchInfo {
 };
 constexpr ArchInfo kArchitectures[] = {{"LlamaForCausalLM", "llama"},
                                        {"Qwen2ForCausalLM", "qwen2"},
+                                       {"Qwen2MoeForCausalLM", "qwen2moe"},
                                        {"Qwen3ForCausalLM", "qwen3"},
                                        {"Qwen3MoeForCausalLM", "qwen3moe"}};
 
@@ -93,6 +94,11 @@ struct ExpertTensor {
 constexpr ExpertTensor kExpertTensors[] = {{"down_proj.weight", "ffn_down_exps.weight"},
                                            {"gate_proj.weight", "ffn_gate_exps.weight"},
                                            {"up_proj.weight", "ffn_up_exps.weight"}};
+// A qwen2moe layer's shared expert (after "model.layers.N.mlp." / "blk.N.").
+constexpr ExpertTensor kSharedExpertTensors[] = {
+    {"shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"shared_expert.up_proj.weight", "ffn_up_shexp.weight"}};
 
 // One output tensor.
 struct Planned {
@@ -202,9 +208,30 @@ StatusOr<std::vector<Planned>> PlanTensors(const WeightStore& store, const Model
     for (const ExpertTensor& t : kExpertTensors)
       XI_RETURN_IF_ERROR(take_experts(
           hf, t, gguf, std::string(t.hf).starts_with("down") ? Shape{h, f} : Shape{f, h}));
+    if (c.shared_expert_intermediate_size <= 0) continue;
+    const int64_t s = c.shared_expert_intermediate_size;
+    for (const ExpertTensor& t : kSharedExpertTensors) {
+      XI_RETURN_IF_ERROR(take(hf + "mlp." + t.hf, gguf + t.gguf, true));
+      const Shape want =
+          std::string(t.hf).find("down") != std::string::npos ? Shape{h, s} : Shape{s, h};
+      if (plan.back().shape != want)
+        return InvalidArgument("{}mlp.{} is {}, expected {}", hf, t.hf,
+                               ShapeToString(plan.back().shape), ShapeToString(want));
+    }
+    // The gate's one row, [1, hidden], is a vector {hidden} in llama.cpp's layout (kept F32).
+    XI_RETURN_IF_ERROR(
+        take(hf + "mlp.shared_expert_gate.weight", gguf + "ffn_gate_inp_shexp.weight", true));
+    if (plan.back().shape != Shape{1, h})
+      return InvalidArgument("{}mlp.shared_expert_gate.weight is {}, expected [1, {}]", hf,
+                             ShapeToString(plan.back().shape), h);
+    plan.back().shape = {h};
   }
   XI_RETURN_IF_ERROR(take("model.norm.weight", "output_norm.weight", true));
-  if (store.Has("lm_head.weight")) {
+  if (c.tie_word_embeddings && c.architecture == "Qwen2MoeForCausalLM") {
+    // llama.cpp's qwen2moe loader requires output.weight: a tied model gets the embedding's copy.
+    used["lm_head.weight"] = true;
+    XI_RETURN_IF_ERROR(take(embed, "output.weight", true));
+  } else if (store.Has("lm_head.weight")) {
     if (c.tie_word_embeddings) {
       used["lm_head.weight"] = true;  // a copy of the embedding; llama.cpp reuses token_embd
     } else {
@@ -324,6 +351,9 @@ Status AddModelMetadata(const std::string& src_dir, const ModelConfig& c, const 
     w->SetU32(p + "expert_count", static_cast<uint32_t>(c.num_experts));
     w->SetU32(p + "expert_used_count", static_cast<uint32_t>(c.num_experts_per_tok));
     w->SetU32(p + "expert_feed_forward_length", static_cast<uint32_t>(c.moe_intermediate_size));
+    if (c.shared_expert_intermediate_size > 0)
+      w->SetU32(p + "expert_shared_feed_forward_length",
+                static_cast<uint32_t>(c.shared_expert_intermediate_size));
   }
   w->SetU32(p + "vocab_size", static_cast<uint32_t>(c.vocab_size));
   // An explicit head_dim (Qwen3's differs from hidden / heads) is the only way llama.cpp learns it.
@@ -342,20 +372,25 @@ Status WriteGguf(const std::string& src_dir, const std::string& tmp, GgufExportT
     if (c.architecture == a.hf) arch = a.gguf;
   if (arch.empty())
     return Unimplemented(
-        "GGUF export supports LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and "
-        "Qwen3MoeForCausalLM, not {}",
+        "GGUF export supports LlamaForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, "
+        "Qwen3ForCausalLM and Qwen3MoeForCausalLM, not {}",
         c.architecture);
-  // llama.cpp's qwen3moe graph routes every layer and renormalizes the picked experts' weights.
-  if (c.is_moe() && !c.norm_topk_prob)
+  // llama.cpp's MoE graphs route every layer; qwen3moe's renormalizes the picked experts'
+  // weights, qwen2moe's does not and always adds a shared expert.
+  const bool qwen2moe = arch == "qwen2moe";
+  if (c.is_moe() && c.norm_topk_prob == qwen2moe)
+    return Unimplemented("GGUF {} files {} the experts' weights; this model has norm_topk_prob {}",
+                         arch, qwen2moe ? "do not renormalize" : "renormalize", c.norm_topk_prob);
+  if (qwen2moe && c.shared_expert_intermediate_size <= 0)
     return Unimplemented(
-        "GGUF qwen3moe files renormalize the experts' weights; this model "
-        "has norm_topk_prob false");
+        "GGUF qwen2moe files have a shared expert in every layer; this model has none "
+        "(shared_expert_intermediate_size)");
   for (int l = 0; c.is_moe() && l < c.num_hidden_layers; ++l)
     if (!c.IsSparseLayer(l))
       return Unimplemented(
-          "GGUF qwen3moe files have experts in every layer; layer {} is dense "
+          "GGUF {} files have experts in every layer; layer {} is dense "
           "(mlp_only_layers / decoder_sparse_step)",
-          l);
+          arch, l);
   if (!c.quantization.method.empty())
     return InvalidArgument(
         "the source model is already quantized ({}); export an unquantized F32/F16/BF16 "

@@ -34,9 +34,13 @@ void PrintShape(const ModelConfig& c) {
   if (!r.freq_factors.empty())
     fmt::print("rope frequency factors: {} (rope_freqs.weight)\n", r.freq_factors.size());
   if (c.is_moe())
-    fmt::print("experts: {} per sparse layer (intermediate {}), {} per token{}\n", c.num_experts,
+    fmt::print("experts: {} per sparse layer (intermediate {}), {} per token{}{}\n", c.num_experts,
                c.moe_intermediate_size, c.num_experts_per_tok,
-               c.norm_topk_prob ? ", weights renormalized" : "");
+               c.norm_topk_prob ? ", weights renormalized" : "",
+               c.shared_expert_intermediate_size > 0
+                   ? fmt::format(", a gated shared expert (intermediate {})",
+                                 c.shared_expert_intermediate_size)
+                   : "");
 }
 
 struct InspectOptions {

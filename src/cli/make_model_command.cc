@@ -25,10 +25,12 @@ struct Preset {
   bool tied;
   double rope_theta;
   int experts = 0, experts_per_tok = 0, moe_intermediate = 0;  // mixture of experts; 0: dense
+  int shared_intermediate = 0;                                 // Qwen2-MoE's shared expert; 0: none
 };
 
-// Shapes of the public checkpoints (config.json of each), plus a tiny demo for `make serve` and a
-// tiny mixture of experts (8 experts, 2 per token) for trying the MoE paths in seconds.
+// Shapes of the public checkpoints (config.json of each), plus a tiny demo for `make serve` and
+// tiny mixtures of experts (8 experts, 2 per token; Qwen3-MoE's and Qwen2-MoE's) for trying the
+// MoE paths in seconds.
 constexpr Preset kPresets[] = {
     {"qwen2.5-0.5b", "Qwen2ForCausalLM", "qwen2", 151936, 896, 4864, 24, 14, 2, 64, 32768, true,
      1e6},
@@ -42,9 +44,15 @@ constexpr Preset kPresets[] = {
      1e6},
     {"qwen3-30b-a3b", "Qwen3MoeForCausalLM", "qwen3_moe", 151936, 2048, 6144, 48, 32, 4, 128, 40960,
      false, 1e6, 128, 8, 768},
+    {"qwen1.5-moe-a2.7b", "Qwen2MoeForCausalLM", "qwen2_moe", 151936, 2048, 5632, 24, 16, 16, 128,
+     8192, false, 1e6, 60, 4, 1408, 5632},
+    {"qwen2-57b-a14b", "Qwen2MoeForCausalLM", "qwen2_moe", 151936, 3584, 18944, 28, 28, 4, 128,
+     32768, false, 1e6, 64, 8, 2560, 20480},
     {"demo", "Qwen3ForCausalLM", "qwen3", 151936, 64, 192, 2, 4, 2, 32, 4096, true, 1e6},
     {"demo-moe", "Qwen3MoeForCausalLM", "qwen3_moe", 151936, 64, 192, 2, 4, 2, 32, 4096, true, 1e6,
      8, 2, 64},
+    {"demo-qwen2-moe", "Qwen2MoeForCausalLM", "qwen2_moe", 151936, 64, 192, 2, 4, 2, 32, 4096,
+     false, 1e6, 8, 2, 64, 128},
 };
 
 std::string PresetNames() {
@@ -93,7 +101,7 @@ void Fill(const TensorSpec& t, int64_t first, int64_t count, uint8_t* out, uint6
 std::vector<TensorSpec> Tensors(const Preset& p, DType dt) {
   const int64_t h = p.hidden, q = static_cast<int64_t>(p.heads) * p.head_dim,
                 kv = static_cast<int64_t>(p.kv_heads) * p.head_dim, i = p.intermediate;
-  const bool qwen2 = std::string(p.model_type) == "qwen2";
+  const bool qwen2 = std::string(p.model_type).starts_with("qwen2");
   const bool qwen3 = std::string(p.model_type).starts_with("qwen3");
   std::vector<TensorSpec> t = {{"model.embed_tokens.weight", dt, {p.vocab, h}}};
   for (int l = 0; l < p.layers; ++l) {
@@ -121,6 +129,12 @@ std::vector<TensorSpec> Tensors(const Preset& p, DType dt) {
         t.push_back({x + "gate_proj.weight", dt, {m, h}});
         t.push_back({x + "up_proj.weight", dt, {m, h}});
         t.push_back({x + "down_proj.weight", dt, {h, m}});
+      }
+      if (const int64_t sh = p.shared_intermediate; sh > 0) {
+        t.push_back({s + "mlp.shared_expert.gate_proj.weight", dt, {sh, h}});
+        t.push_back({s + "mlp.shared_expert.up_proj.weight", dt, {sh, h}});
+        t.push_back({s + "mlp.shared_expert.down_proj.weight", dt, {h, sh}});
+        t.push_back({s + "mlp.shared_expert_gate.weight", dt, {1, h}});
       }
       continue;
     }
@@ -189,7 +203,10 @@ int RunMakeModel(const MakeModelOptions& o) {
     config["num_experts"] = p.experts;
     config["num_experts_per_tok"] = p.experts_per_tok;
     config["moe_intermediate_size"] = p.moe_intermediate;
-    config["norm_topk_prob"] = true;
+    // Qwen3-MoE renormalizes the picked experts' weights; Qwen2-MoE does not.
+    config["norm_topk_prob"] = p.shared_intermediate == 0;
+    if (p.shared_intermediate > 0)
+      config["shared_expert_intermediate_size"] = p.shared_intermediate;
     config["decoder_sparse_step"] = 1;
     config["mlp_only_layers"] = ordered_json::array();
   }

@@ -13,6 +13,7 @@ struct ArchName {
 };
 constexpr ArchName kArchitectures[] = {{"llama", "LlamaForCausalLM"},
                                        {"qwen2", "Qwen2ForCausalLM"},
+                                       {"qwen2moe", "Qwen2MoeForCausalLM"},
                                        {"qwen3", "Qwen3ForCausalLM"},
                                        {"qwen3moe", "Qwen3MoeForCausalLM"}};
 
@@ -39,9 +40,11 @@ Status ReadRopeScaling(const GgufFile& f, const std::string& p, const std::strin
   return Status::Ok();
 }
 
-// qwen3moe's expert keys, as llama.cpp's loader reads them: every layer sparse, softmax routing
-// renormalized over the picked experts (the graph hard-codes both, as Qwen3-MoE's configs set
-// them), expert_feed_forward_length defaulting to feed_forward_length / expert_used_count.
+// qwen3moe's and qwen2moe's expert keys, as llama.cpp's loaders read them: every layer sparse,
+// softmax routing, expert_feed_forward_length defaulting to feed_forward_length /
+// expert_used_count. The graphs hard-code what the configs of each family set: qwen3moe
+// renormalizes the picked experts' weights, qwen2moe does not and adds one shared expert
+// (expert_shared_feed_forward_length wide, feed_forward_length by default) under a sigmoid gate.
 Status ReadExperts(const GgufFile& f, const std::string& p, ModelConfig& c) {
   XI_ASSIGN_OR_RETURN(c.num_experts, PositiveInt(f, p + "expert_count"));
   XI_ASSIGN_OR_RETURN(c.num_experts_per_tok, PositiveInt(f, p + "expert_used_count"));
@@ -56,15 +59,31 @@ Status ReadExperts(const GgufFile& f, const std::string& p, ModelConfig& c) {
   if (c.moe_intermediate_size <= 0)
     return InvalidArgument("metadata needs '{}' (or '{}')", p + "expert_feed_forward_length",
                            p + "feed_forward_length");
-  // No layer keeps a dense MLP; intermediate_size only sizes scratch that no layer uses.
-  if (c.intermediate_size <= 0) c.intermediate_size = c.moe_intermediate_size;
-  if (auto shared = f.GetInt(p + "expert_shared_count"); shared.ok() && *shared != 0)
-    return Unimplemented("shared experts ({} = {}) are not supported for {}",
-                         p + "expert_shared_count", *shared, c.model_type);
+  const bool qwen2moe = c.model_type == "qwen2moe";
+  if (auto shared = f.GetInt(p + "expert_shared_count");
+      shared.ok() && *shared != (qwen2moe ? 1 : 0))
+    return Unimplemented("{} = {} is not supported for {} ({} expected)", p + "expert_shared_count",
+                         *shared, c.model_type, qwen2moe ? 1 : 0);
   if (auto gating = f.GetInt(p + "expert_gating_func"); gating.ok() && *gating != 1)
     return Unimplemented("expert gating function {} is not supported (softmax, 1, is)", *gating);
-  c.norm_topk_prob = true;
+  if (auto scale = f.GetDouble(p + "expert_weights_scale");
+      scale.ok() && *scale != 0 && *scale != 1)
+    return Unimplemented("{} = {} is not supported (the experts' weights unscaled)",
+                         p + "expert_weights_scale", *scale);
+  c.norm_topk_prob = !qwen2moe;
   c.decoder_sparse_step = 1;
+  if (qwen2moe) {
+    c.shared_expert_intermediate_size = c.intermediate_size;
+    if (f.Has(p + "expert_shared_feed_forward_length")) {
+      XI_ASSIGN_OR_RETURN(c.shared_expert_intermediate_size,
+                          PositiveInt(f, p + "expert_shared_feed_forward_length"));
+    }
+    if (c.shared_expert_intermediate_size <= 0)
+      return InvalidArgument("metadata needs '{}' (or '{}')",
+                             p + "expert_shared_feed_forward_length", p + "feed_forward_length");
+  }
+  // No layer keeps a dense MLP; intermediate_size only sizes scratch that no layer uses.
+  if (c.intermediate_size <= 0) c.intermediate_size = c.moe_intermediate_size;
   return Status::Ok();
 }
 
@@ -86,7 +105,7 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& f) {
   c.model_type = arch;
   const std::string p = arch + ".";
   XI_ASSIGN_OR_RETURN(c.hidden_size, PositiveInt(f, p + "embedding_length"));
-  const bool moe = arch == "qwen3moe";
+  const bool moe = arch == "qwen3moe" || arch == "qwen2moe";
   // llama.cpp's MoE loaders take feed_forward_length as optional; the dense ones need it.
   if (!moe || f.Has(p + "feed_forward_length")) {
     XI_ASSIGN_OR_RETURN(c.intermediate_size, PositiveInt(f, p + "feed_forward_length"));

@@ -58,7 +58,8 @@ Status LoadExpertMatrices(const GgufFile& f, const std::string& name, int64_t ex
   return Status::Ok();
 }
 
-// A qwen3moe layer's router (ffn_gate_inp, [experts, hidden]) and stacked experts.
+// A qwen3moe / qwen2moe layer's router (ffn_gate_inp, [experts, hidden]) and stacked experts, and
+// a qwen2moe layer's shared expert (ffn_*_shexp) and its gate (ffn_gate_inp_shexp, [hidden]).
 Status LoadGgufExperts(const GgufFile& f, const std::string& p, const ModelConfig& c,
                        DecoderLayerWeights& lw) {
   const int64_t h = c.hidden_size, e_size = c.moe_intermediate_size, n = c.num_experts;
@@ -73,8 +74,21 @@ Status LoadGgufExperts(const GgufFile& f, const std::string& p, const ModelConfi
                                         each(&ExpertWeights::gate_proj)));
   XI_RETURN_IF_ERROR(
       LoadExpertMatrices(f, p + "ffn_up_exps.weight", n, e_size, h, each(&ExpertWeights::up_proj)));
-  return LoadExpertMatrices(f, p + "ffn_down_exps.weight", n, h, e_size,
-                            each(&ExpertWeights::down_proj));
+  XI_RETURN_IF_ERROR(LoadExpertMatrices(f, p + "ffn_down_exps.weight", n, h, e_size,
+                                        each(&ExpertWeights::down_proj)));
+  const int64_t s_size = c.shared_expert_intermediate_size;
+  if (s_size <= 0) return Status::Ok();
+  ExpertWeights& se = lw.shared_expert;
+  XI_RETURN_IF_ERROR(LoadMatrix(f, p + "ffn_gate_shexp.weight", s_size, h, &se.gate_proj));
+  XI_RETURN_IF_ERROR(LoadMatrix(f, p + "ffn_up_shexp.weight", s_size, h, &se.up_proj));
+  XI_RETURN_IF_ERROR(LoadMatrix(f, p + "ffn_down_shexp.weight", h, s_size, &se.down_proj));
+  // llama.cpp's loader takes {hidden} and, as ggml pads dimensions with 1s, {hidden, 1}.
+  XI_ASSIGN_OR_RETURN(Tensor gate, f.GetDense(p + "ffn_gate_inp_shexp.weight"));
+  if (gate.numel() != h || gate.shape().back() != h)
+    return InvalidArgument("tensor '{}' has shape {}, expected [{}]",
+                           p + "ffn_gate_inp_shexp.weight", ShapeToString(gate.shape()), h);
+  lw.shared_expert_gate = Weight(gate.Reshaped({1, h}));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -173,7 +187,7 @@ StatusOr<DecoderModelParts> LoadGgufDecoderParts(const std::string& path) {
   if (!config.ok()) return config.status().WithContext(path);
   StatusOr<DecoderSpec> spec = Status(StatusCode::kInternal, "unreachable");
   if (config->model_type == "llama") spec = LlamaSpec(*config);
-  if (config->model_type == "qwen2") spec = Qwen2Spec(*config);
+  if (config->model_type == "qwen2" || config->model_type == "qwen2moe") spec = Qwen2Spec(*config);
   if (config->model_type == "qwen3" || config->model_type == "qwen3moe") spec = Qwen3Spec(*config);
   if (!spec.ok()) return spec.status().WithContext(path);
   auto weights = LoadGgufDecoderWeights(*file, *config, *spec);

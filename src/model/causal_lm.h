@@ -31,6 +31,8 @@ struct PagedKvCache {
   int64_t num_slots() const { return static_cast<int64_t>(num_blocks) * block_size; }
 };
 
+struct LoraAdapter;  // model/lora.h
+
 // One forward step over several sequences (prefill chunks and decode tokens mixed).
 // Rows are grouped by sequence: sequence s owns rows [query_start[s], query_start[s+1]).
 struct ForwardBatch {
@@ -44,6 +46,9 @@ struct ForwardBatch {
   // Pooling models (embeddings): the output holds those rows' hidden states after the final norm
   // ([logits_rows.size(), hidden_size]) instead of their logits.
   bool hidden_states = false;
+  // LoRA (model/lora.h): sequence s runs with adapter loras[s] (null: the base model alone). Empty
+  // when no sequence has one. The adapters must stay alive until Forward returns.
+  std::vector<const LoraAdapter*> loras;
 };
 
 class CausalLM {

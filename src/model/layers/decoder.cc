@@ -8,6 +8,7 @@
 #include "model/layers/decoder_shard.h"
 #include "model/layers/moe.h"
 #include "model/layers/rope_scaling.h"
+#include "model/lora.h"
 
 namespace xinfer {
 namespace {
@@ -71,6 +72,12 @@ class DecoderLM : public CausalLM {
     const float eps = static_cast<float>(config_.rms_norm_eps);
     const Ops::PagedAttentionBatch paged{batch.query_start, batch.positions, batch.block_tables,
                                          batch.max_blocks_per_seq, cache.block_size};
+    GroupLoraRows(batch);
+    // 2-D views of q / k / v for the LoRA deltas (no copy).
+    const int64_t q_out = shard_.q_heads * config_.head_dim,
+                  kv_out = shard_.kv_heads * config_.head_dim;
+    Tensor q2 = q.Reshaped({t, q_out}), k2 = k.Reshaped({t, kv_out}), v2 = v.Reshaped({t, kv_out});
+    Tensor attn2 = attn.Reshaped({t, q_out});
 
     Embed(batch.token_ids, x);
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
@@ -80,6 +87,10 @@ class DecoderLM : public CausalLM {
                                     {&lw.k_proj, OrNull(lw.k_bias), &k},
                                     {&lw.v_proj, OrNull(lw.v_bias), &v}};
       ops.LinearMany(normed, qkv);
+      if (num_lora_groups_ > 0) {
+        const LoraOut outs[] = {{kLoraQ, &q2}, {kLoraK, &k2}, {kLoraV, &v2}};
+        ApplyLora(ops, normed, l, outs);
+      }
       if (spec_.qk_norm) {
         ops.RmsNorm(q, lw.q_norm, eps, q);
         ops.RmsNorm(k, lw.k_norm, eps, k);
@@ -89,6 +100,10 @@ class DecoderLM : public CausalLM {
       ops.WriteKvSlots(k, v, batch.slot_mapping, cache.k[l], cache.v[l]);
       ops.PagedAttention(q, cache.k[l], cache.v[l], paged, attn);
       ops.Linear(attn, lw.o_proj, OrNull(lw.o_bias), proj);
+      if (num_lora_groups_ > 0) {
+        const LoraOut outs[] = {{kLoraO, &proj}};
+        ApplyLora(ops, attn2, l, outs);
+      }
       AllReduce(proj);
       ops.Add(x, proj, x);
       ops.RmsNorm(x, lw.post_attention_norm, eps, normed);
@@ -98,8 +113,16 @@ class DecoderLM : public CausalLM {
         const Ops::LinearOut gate_up[] = {{&lw.gate_proj, nullptr, &gate},
                                           {&lw.up_proj, nullptr, &up}};
         ops.LinearMany(normed, gate_up);
+        if (num_lora_groups_ > 0) {
+          const LoraOut outs[] = {{kLoraGate, &gate}, {kLoraUp, &up}};
+          ApplyLora(ops, normed, l, outs);
+        }
         ops.SiluMul(gate, up, gate);
         ops.Linear(gate, lw.down_proj, nullptr, proj);
+        if (num_lora_groups_ > 0) {
+          const LoraOut outs[] = {{kLoraDown, &proj}};
+          ApplyLora(ops, gate, l, outs);
+        }
       }
       AllReduce(proj);
       ops.Add(x, proj, x);
@@ -131,6 +154,92 @@ class DecoderLM : public CausalLM {
   }
 
  private:
+  // LoRA: this step's sequences grouped by adapter, each group the token rows of its sequences
+  // (in batch order). Vectors reused across steps; the first num_lora_groups_ are live.
+  struct LoraGroup {
+    const LoraAdapter* adapter = nullptr;
+    std::vector<int32_t> rows;
+    std::vector<float> ones;  // ScatterAddRows' weights
+    bool all_rows = false;    // every row of the batch: no gather / scatter needed
+  };
+  struct LoraOut {
+    int target;
+    Tensor* out;  // 2-D [T, out features]
+  };
+
+  void GroupLoraRows(const ForwardBatch& b) {
+    num_lora_groups_ = 0;
+    int rank = 0;
+    for (size_t s = 0; s < b.loras.size(); ++s) {
+      const LoraAdapter* a = b.loras[s];
+      if (a == nullptr) continue;
+      size_t g = 0;
+      while (g < num_lora_groups_ && lora_groups_[g].adapter != a) ++g;
+      if (g == num_lora_groups_) {
+        if (lora_groups_.size() == g) lora_groups_.emplace_back();
+        lora_groups_[g].adapter = a;
+        lora_groups_[g].rows.clear();
+        ++num_lora_groups_;
+        rank = std::max(rank, a->rank);
+      }
+      for (int32_t r = b.query_start[s]; r < b.query_start[s + 1]; ++r)
+        lora_groups_[g].rows.push_back(r);
+    }
+    if (num_lora_groups_ == 0) return;
+    const auto t = static_cast<int64_t>(b.token_ids.size());
+    for (size_t g = 0; g < num_lora_groups_; ++g) {
+      LoraGroup& grp = lora_groups_[g];
+      grp.ones.assign(grp.rows.size(), 1.f);
+      grp.all_rows = static_cast<int64_t>(grp.rows.size()) == t;
+    }
+    // Scratch for a group's gathered input, its [rows, r] middle and its delta: grown only when
+    // a step needs more than any before.
+    const int64_t widest = std::max<int64_t>(
+        {config_.hidden_size, shard_.q_heads * config_.head_dim, shard_.intermediate});
+    auto grow = [&](Tensor& buf, int64_t n) {
+      if (buf.empty() || buf.numel() < n) buf = backend_.NewTensor(DType::kF32, {n});
+    };
+    grow(lora_x_, t * widest);
+    grow(lora_mid_, t * rank);
+    grow(lora_delta_, t * widest);
+  }
+
+  // A view of the first rows x cols floats of a scratch buffer.
+  static Tensor Scratch(const Tensor& buf, int64_t rows, int64_t cols) {
+    return Tensor(buf.buffer(), 0, DType::kF32, {rows, cols});
+  }
+
+  // outs[i].out += each group's delta (x A^T) B^T of outs[i].target on its rows; x is the
+  // projections' input (2-D [T, in]).
+  void ApplyLora(Ops& ops, const Tensor& x, int layer, std::span<const LoraOut> outs) {
+    for (size_t g = 0; g < num_lora_groups_; ++g) {
+      const LoraGroup& grp = lora_groups_[g];
+      const auto& pairs = grp.adapter->layers[layer];
+      if (std::none_of(outs.begin(), outs.end(),
+                       [&](const LoraOut& o) { return !pairs[o.target].empty(); }))
+        continue;
+      const auto n = static_cast<int64_t>(grp.rows.size());
+      Tensor xg = x;
+      if (!grp.all_rows) {
+        xg = Scratch(lora_x_, n, x.dim(1));
+        ops.GatherRows(x, grp.rows, xg);
+      }
+      for (const LoraOut& o : outs) {
+        const LoraPair& p = pairs[o.target];
+        if (p.empty()) continue;
+        Tensor mid = Scratch(lora_mid_, n, p.a.dim(0));
+        Tensor delta = Scratch(lora_delta_, n, o.out->dim(1));
+        ops.Linear(xg, p.a, nullptr, mid);
+        ops.Linear(mid, p.b, nullptr, delta);
+        if (grp.all_rows) {
+          ops.Add(*o.out, delta, *o.out);
+        } else {
+          ops.ScatterAddRows(delta, grp.rows, grp.ones, *o.out);
+        }
+      }
+    }
+  }
+
   // A sparse layer's MLP: the router picks each token's experts (on the host, as the sampler reads
   // logits); every (token, expert) pick is a row, grouped by expert, so that one gather, one job
   // for all the experts' gate and up, one SiLU·mul, one job for their down and one scatter-add do
@@ -285,6 +394,15 @@ class DecoderLM : public CausalLM {
       if (blk < 0 || blk >= cache.num_blocks) return Internal("block id {} outside the cache", blk);
     for (int32_t r : b.logits_rows)
       if (r < 0 || r >= static_cast<int32_t>(t)) return Internal("logits row {} out of range", r);
+    if (!b.loras.empty()) {
+      if (b.loras.size() != seqs) return Internal("loras has the wrong size");
+      for (const LoraAdapter* a : b.loras) {
+        if (a == nullptr) continue;
+        if (!shard_.whole()) return Internal("LoRA adapters do not run tensor parallel");
+        if (a->layers.size() != static_cast<size_t>(config_.num_hidden_layers))
+          return Internal("a LoRA adapter for another model");
+      }
+    }
     const int64_t width = b.hidden_states ? config_.hidden_size : config_.vocab_size;
     if (logits.dtype() != DType::kF32 ||
         logits.numel() != static_cast<int64_t>(b.logits_rows.size()) * width)
@@ -304,6 +422,9 @@ class DecoderLM : public CausalLM {
   std::vector<Ops::RowGroupLinear> gate_up_groups_, down_groups_;  // likewise
   std::vector<int32_t> shared_rows_;                               // likewise: 0, 1, ..., T - 1
   std::vector<float> shared_scale_;                                // the shared expert's gates
+  std::vector<LoraGroup> lora_groups_;
+  size_t num_lora_groups_ = 0;
+  Tensor lora_x_, lora_mid_, lora_delta_;  // LoRA scratch (flat F32), see GroupLoraRows
   Arena arena_;
   Tensor zero_row_;                 // [1, hidden] zeros (shards only)
   Tensor local_logits_;             // a shard's vocabulary slice of the sampled rows' logits

@@ -1,0 +1,195 @@
+#include "model/lora.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.h"
+#include "formats/safetensors.h"
+
+namespace xinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kTargetNames[kNumLoraTargets] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                       "gate_proj", "up_proj", "down_proj"};
+
+// [out, in] of each target's base weight.
+std::array<std::array<int64_t, 2>, kNumLoraTargets> TargetShapes(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, q = static_cast<int64_t>(c.num_attention_heads) * c.head_dim,
+                kv = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim,
+                i = c.intermediate_size;
+  return {{{q, h}, {kv, h}, {kv, h}, {h, q}, {i, h}, {i, h}, {h, i}}};
+}
+
+struct AdapterSettings {
+  int rank = 0;
+  double scale = 1;
+};
+
+// adapter_config.json: what PEFT's LoraConfig says, refusing what would change the math here.
+StatusOr<AdapterSettings> ReadAdapterConfig(const std::string& path, int max_lora_rank) {
+  XI_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("{} is not a JSON object", path);
+  auto flag = [&](const char* key) { return j.contains(key) && j[key].is_boolean() && j[key]; };
+  auto nonempty = [&](const char* key) {
+    return j.contains(key) && !j[key].is_null() && !j[key].empty();
+  };
+  if (j.contains("peft_type") && j["peft_type"] != "LORA")
+    return Unimplemented("{}: peft_type {} is not supported (LORA is)", path,
+                         j["peft_type"].dump());
+  if (!j.contains("r") || !j["r"].is_number_integer() || j["r"].get<int64_t>() <= 0)
+    return InvalidArgument("{}: 'r' must be a positive integer", path);
+  if (!j.contains("lora_alpha") || !j["lora_alpha"].is_number())
+    return InvalidArgument("{}: 'lora_alpha' must be a number", path);
+  AdapterSettings s;
+  const int64_t r = j["r"].get<int64_t>();
+  if (r > max_lora_rank)
+    return InvalidArgument("{}: LoRA rank {} is greater than max_lora_rank {} (--max-lora-rank)",
+                           path, r, max_lora_rank);
+  s.rank = static_cast<int>(r);
+  const double alpha = j["lora_alpha"].get<double>();
+  if (!std::isfinite(alpha)) return InvalidArgument("{}: 'lora_alpha' must be finite", path);
+  s.scale = flag("use_rslora") ? alpha / std::sqrt(static_cast<double>(r)) : alpha / r;
+  if (flag("use_dora"))
+    return Unimplemented("{}: DoRA adapters (use_dora) are not supported", path);
+  if (flag("fan_in_fan_out"))
+    return Unimplemented("{}: fan_in_fan_out (Conv1D-style weights) is not supported", path);
+  if (j.contains("bias") && j["bias"] != "none")
+    return Unimplemented("{}: adapters with trained biases (bias {}) are not supported", path,
+                         j["bias"].dump());
+  for (const char* key : {"modules_to_save", "rank_pattern", "alpha_pattern"})
+    if (nonempty(key))
+      return Unimplemented("{}: '{}' is not supported (one rank and alpha for every projection)",
+                           path, key);
+  return s;
+}
+
+// "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight" → layer 3, q, A.
+struct ParsedName {
+  int layer = -1;
+  int target = -1;
+  bool is_a = false;
+};
+std::optional<ParsedName> ParseTensorName(std::string name) {
+  for (const char* prefix : {"base_model.model.", ""}) {
+    if (!name.starts_with(prefix)) continue;
+    std::string rest = name.substr(std::string(prefix).size());
+    if (!rest.starts_with("model.layers.")) return std::nullopt;
+    rest = rest.substr(13);
+    size_t dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0 || dot > 6) return std::nullopt;
+    ParsedName p;
+    for (size_t i = 0; i < dot; ++i)
+      if (!std::isdigit(static_cast<unsigned char>(rest[i]))) return std::nullopt;
+    p.layer = std::stoi(rest.substr(0, dot));
+    rest = rest.substr(dot + 1);
+    for (int t = 0; t < kNumLoraTargets; ++t) {
+      const std::string module =
+          std::string(t < kLoraGate ? "self_attn." : "mlp.") + kTargetNames[t];
+      for (const char* half : {".lora_A.weight", ".lora_B.weight"}) {
+        if (rest == module + half) {
+          p.target = t;
+          p.is_a = std::string(half) == ".lora_A.weight";
+          return p;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* LoraTargetName(int target) { return kTargetNames[target]; }
+
+StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& dir,
+                                                             const ModelConfig& config,
+                                                             int max_lora_rank, Backend& backend) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return NotFound("LoRA adapter folder {} does not exist", dir);
+  const std::string config_path = (fs::path(dir) / "adapter_config.json").string();
+  const std::string weights_path = (fs::path(dir) / "adapter_model.safetensors").string();
+  if (!fs::exists(config_path, ec)) return NotFound("{}: no adapter_config.json", dir);
+  if (!fs::exists(weights_path, ec)) {
+    if (fs::exists(fs::path(dir) / "adapter_model.bin", ec))
+      return Unimplemented(
+          "{}: adapter_model.bin (a pickle) is not read; save the adapter as "
+          "safetensors (PEFT's default)",
+          dir);
+    return NotFound("{}: no adapter_model.safetensors", dir);
+  }
+  XI_ASSIGN_OR_RETURN(AdapterSettings settings, ReadAdapterConfig(config_path, max_lora_rank));
+  XI_ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open(weights_path));
+
+  auto adapter = std::make_shared<LoraAdapter>();
+  adapter->path = dir;
+  adapter->rank = settings.rank;
+  adapter->layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  const auto shapes = TargetShapes(config);
+  std::vector<Backend::WeightToPlace> to_place;
+  for (const auto& [name, info] : file->tensors()) {
+    const std::optional<ParsedName> p = ParseTensorName(name);
+    if (!p)
+      return Unimplemented(
+          "{}: tensor '{}' is not a LoRA A/B matrix of q/k/v/o/gate/up/down_proj (embedding, "
+          "lm_head and expert adapters are not supported)",
+          weights_path, name);
+    if (p->layer >= config.num_hidden_layers)
+      return InvalidArgument("{}: tensor '{}' is for layer {}; the model has {}", weights_path,
+                             name, p->layer, config.num_hidden_layers);
+    if (p->target >= kLoraGate && config.IsSparseLayer(p->layer))
+      return Unimplemented(
+          "{}: tensor '{}' adapts an MLP of a mixture-of-experts layer, which has "
+          "none (expert adapters are not supported)",
+          weights_path, name);
+    const auto [out, in] = shapes[p->target];
+    const Shape want = p->is_a ? Shape{settings.rank, in} : Shape{out, settings.rank};
+    if (info.shape != want)
+      return InvalidArgument("{}: tensor '{}' is {}, expected {} (r = {})", weights_path, name,
+                             ShapeToString(info.shape), ShapeToString(want), settings.rank);
+    Tensor wide = NewHostTensor(DType::kF32, want);
+    if (!WidenToF32(file->Get(info), wide.data<float>()))
+      return InvalidArgument("{}: tensor '{}' is {}; LoRA weights must be F32, F16 or BF16",
+                             weights_path, name, DTypeName(info.dtype));
+    if (!p->is_a)
+      for (int64_t i = 0; i < wide.numel(); ++i)
+        wide.data<float>()[i] = static_cast<float>(wide.data<float>()[i] * settings.scale);
+    LoraPair& pair = adapter->layers[p->layer][p->target];
+    (p->is_a ? pair.a : pair.b) = std::move(wide);
+  }
+  size_t pairs = 0;
+  for (size_t l = 0; l < adapter->layers.size(); ++l) {
+    for (int t = 0; t < kNumLoraTargets; ++t) {
+      LoraPair& pair = adapter->layers[l][t];
+      if (pair.a.empty() != pair.b.empty())
+        return InvalidArgument("{}: layer {} {} has lora_{} but not lora_{}", weights_path, l,
+                               kTargetNames[t], pair.a.empty() ? "B" : "A",
+                               pair.a.empty() ? "A" : "B");
+      if (pair.a.empty()) continue;
+      ++pairs;
+      to_place.push_back({pair.a, /*linear=*/true});
+      to_place.push_back({pair.b, /*linear=*/true});
+    }
+  }
+  if (pairs == 0) return InvalidArgument("{}: the adapter has no LoRA tensors", weights_path);
+  std::vector<Tensor> placed = backend.PlaceWeights(to_place);
+  size_t next = 0;
+  for (auto& layer : adapter->layers) {
+    for (LoraPair& pair : layer) {
+      if (pair.a.empty()) continue;
+      pair.a = placed[next++];
+      pair.b = placed[next++];
+      adapter->bytes += pair.a.size_bytes() + pair.b.size_bytes();
+    }
+  }
+  return std::shared_ptr<const LoraAdapter>(std::move(adapter));
+}
+
+}  // namespace xinfer

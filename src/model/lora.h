@@ -1,0 +1,53 @@
+// LoRA adapters (vLLM's --enable-lora / --lora-modules): PEFT's low-rank deltas on the decoder's
+// projections, applied per sequence at run time, so one base model serves many fine-tunes in
+// one batch. A targeted projection computes x W^T + s (x A^T) B^T with A [r, in], B [out, r] and
+// s = lora_alpha / r (lora_alpha / sqrt(r) under use_rslora), as PEFT's merged weight
+// W + s B A does.
+//
+// Ownership: a LoraAdapter holds its (placed, F32) tensors; it is shared (shared_ptr) by the
+// engine's registry and whatever runs it, and immutable after LoadLoraAdapter, so any thread may
+// read it.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "base/status.h"
+#include "formats/hf_config.h"
+
+namespace xinfer {
+
+// The projections an adapter may target, in the order of PEFT's module names below.
+enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraGate, kLoraUp, kLoraDown, kNumLoraTargets };
+// "q_proj", "k_proj", ..., "down_proj".
+const char* LoraTargetName(int target);
+
+// One targeted projection: a [r, in] and b [out, r] with the scale folded into b. Both empty when
+// the adapter leaves the projection alone.
+struct LoraPair {
+  Tensor a, b;
+  bool empty() const { return a.empty(); }
+};
+
+struct LoraAdapter {
+  std::string path;
+  int rank = 0;  // the largest rank of its projections
+  std::vector<std::array<LoraPair, kNumLoraTargets>> layers;
+  size_t bytes = 0;  // of its tensors as held
+};
+
+// Reads a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors) for a model of
+// `config`: tensors `base_model.model.model.layers.N.{self_attn,mlp}.<proj>.lora_{A,B}.weight`,
+// F32/F16/BF16, widened to F32 with the scale folded into B, and placed on `backend`. Refused
+// with a Status naming the culprit: ranks above `max_lora_rank` (vLLM's --max-lora-rank), DoRA,
+// trained biases, modules_to_save, rank / alpha patterns, a tensor for anything but the seven
+// projections (embeddings, lm_head, a mixture-of-experts layer's experts), wrong shapes, a
+// missing half of a pair.
+StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& dir,
+                                                             const ModelConfig& config,
+                                                             int max_lora_rank, Backend& backend);
+
+}  // namespace xinfer

@@ -110,6 +110,22 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
   cmd->add_option("--override-pooler-config,--pooler-config", c->pooler_config,
                   "JSON {\"pooling_type\": \"LAST\", \"normalize\": true|false} for --task embed "
                   "(default: LAST, normalized)");
+  cmd->add_flag("--enable-lora", c->enable_lora,
+                "Serve LoRA adapters (PEFT folders) beside the base model");
+  cmd->add_option("--lora-modules", c->lora_modules,
+                  "Adapters to serve, each name=path or JSON {\"name\", \"path\", "
+                  "\"base_model_name\"}; a request names one as its model");
+  cmd->add_option("--max-lora-rank", c->max_lora_rank,
+                  "Largest adapter rank accepted (default 16)");
+  cmd->add_option("--max-loras", c->max_loras,
+                  "Distinct adapters running at once (default 1); requests of others wait");
+  AddAcceptedVllmFlag(cmd, "--max-cpu-loras",
+                      "every adapter is held in host memory, so there is no cache of them to size",
+                      true);
+  AddAcceptedVllmFlag(cmd, "--lora-dtype", "adapters are computed in F32 whatever the setting",
+                      true);
+  AddAcceptedVllmFlag(cmd, "--fully-sharded-loras",
+                      "adapters run on one rank (LoRA with tensor parallelism is refused)");
   // vLLM flags that configure what this engine does not have; accepted so that a vLLM command
   // line runs unchanged, each saying why it changes nothing.
   AddAcceptedVllmFlag(cmd, "--swap-space",

@@ -64,6 +64,18 @@ int RunServe(const ServeFlags& f) {
     o.config.served_model_aliases.assign(f.served_model_names.begin() + 1,
                                          f.served_model_names.end());
   o.config.model_path = f.engine.model;
+  for (const std::string& text : f.engine.lora_modules) {
+    auto module = ParseLoraModule(text);
+    if (!module.ok()) return ReportError(module.status());
+    if (module->name == o.config.served_model_name ||
+        std::find(o.config.served_model_aliases.begin(), o.config.served_model_aliases.end(),
+                  module->name) != o.config.served_model_aliases.end())
+      return ReportError(
+          InvalidArgument("--lora-modules: '{}' is already the served model's name", module->name));
+    o.config.loras.push_back(
+        {module->name, module->path,
+         module->base_model_name.empty() ? o.config.served_model_name : module->base_model_name});
+  }
   o.config.api_key = f.api_key;
   o.config.version = XINFER_VERSION;
   o.config.enable_auto_tool_choice = f.enable_auto_tool_choice;

@@ -1,6 +1,7 @@
 #include "engine/engine_config.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -123,6 +124,21 @@ Status EngineConfig::Validate() const {
   if (device != "auto" && device != "cpu")
     return Unimplemented("device '{}' is not available: this build has the cpu backend (auto, cpu)",
                          device);
+  if (!lora_modules.empty() && !enable_lora)
+    return InvalidArgument("--lora-modules needs --enable-lora");
+  if (enable_lora && tensor_parallel_size > 1)
+    return Unimplemented("LoRA adapters do not run tensor parallel yet (--enable-lora with {})",
+                         RanksName());
+  if (max_lora_rank < 1)
+    return InvalidArgument("max_lora_rank must be >= 1, got {}", max_lora_rank);
+  if (max_loras < 1) return InvalidArgument("max_loras must be >= 1, got {}", max_loras);
+  std::vector<std::string> names;
+  for (const std::string& m : lora_modules) {
+    XI_ASSIGN_OR_RETURN(LoraModule module, ParseLoraModule(m));
+    if (std::find(names.begin(), names.end(), module.name) != names.end())
+      return InvalidArgument("--lora-modules names '{}' twice", module.name);
+    names.push_back(module.name);
+  }
   if (!quantization.empty() && quantization != "awq" && quantization != "gguf")
     return InvalidArgument("quantization '{}' is not supported (supported: awq, gguf)",
                            quantization);
@@ -197,7 +213,8 @@ std::string EngineConfig::ToString() const {
       "kv_cache_dtype={} ({}) quantization={} tensor_parallel_size={} cpu_threads_bind={} "
       "pipeline_parallel_size={} data_parallel_size={} device={} seed={} tokenizer={} "
       "generation_config={} override_generation_config={} max_logprobs={} task={} "
-      "pooler_config={} hf_overrides={}",
+      "pooler_config={} hf_overrides={} enable_lora={} lora_modules={} max_lora_rank={} "
+      "max_loras={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
@@ -208,7 +225,33 @@ std::string EngineConfig::ToString() const {
       seed.has_value() ? std::to_string(*seed) : "random", TokenizerPath(), generation_config,
       override_generation_config.empty() ? "none" : override_generation_config, max_logprobs,
       embeds() || scores() ? task : "generate", pooler_config.empty() ? "default" : pooler_config,
-      overrides.empty() ? "none" : overrides);
+      overrides.empty() ? "none" : overrides, enable_lora,
+      lora_modules.empty() ? "none" : fmt::format("{}", fmt::join(lora_modules, " ")),
+      max_lora_rank, max_loras);
+}
+
+StatusOr<LoraModule> ParseLoraModule(const std::string& text) {
+  LoraModule m;
+  if (!text.empty() && text.front() == '{') {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    auto string_field = [&](const char* key) -> std::string {
+      return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                    : "";
+    };
+    m.name = string_field("name");
+    m.path = string_field("path");
+    m.base_model_name = string_field("base_model_name");
+    if (j.is_discarded() || !j.is_object() || m.name.empty() || m.path.empty())
+      return InvalidArgument(
+          "--lora-modules '{}': a JSON module needs string fields \"name\" and \"path\"", text);
+    return m;
+  }
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return InvalidArgument("--lora-modules '{}': expected name=path or a JSON object", text);
+  m.name = text.substr(0, eq);
+  m.path = text.substr(eq + 1);
+  return m;
 }
 
 }  // namespace xinfer

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "tensor/dtype.h"
@@ -15,6 +16,14 @@ namespace xinfer {
 // --override-pooler-config's JSON: whether embeddings are normalized (true for ""); other
 // pooling than LAST, or unknown keys, refused.
 StatusOr<bool> ParsePoolerConfig(const std::string& text);
+
+// One of vLLM's --lora-modules: `name=path`, or JSON {"name", "path", "base_model_name"}.
+struct LoraModule {
+  std::string name;
+  std::string path;
+  std::string base_model_name;  // empty: the served model's name
+};
+StatusOr<LoraModule> ParseLoraModule(const std::string& text);
 
 struct EngineConfig {
   std::string model;  // Hugging Face model folder
@@ -138,6 +147,14 @@ struct EngineConfig {
   // ("auto", "hf", "slow": tokenizer.json either way; "mistral", "custom" refused). (Flags whose
   // every value changes nothing are only accepted: AddAcceptedVllmFlag.)
   std::string distributed_executor_backend = "mp";
+  // vLLM's LoRA settings: --enable-lora turns adapters on; --lora-modules are served from the
+  // start, each under its own name (requests pick one by `model`); --max-lora-rank refuses larger
+  // adapters; --max-loras caps the distinct adapters running at once (SchedulerConfig).
+  // Refused with tensor parallelism.
+  bool enable_lora = false;
+  std::vector<std::string> lora_modules;
+  int max_lora_rank = 16;
+  int max_loras = 1;
   std::string tokenizer_mode = "auto";
 
   bool bf16_activations() const { return dtype == "bfloat16"; }

@@ -273,12 +273,17 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   sc.num_blocks = num_blocks;
   sc.enable_chunked_prefill = c.enable_chunked_prefill;
   sc.enable_prefix_caching = c.enable_prefix_caching;
+  sc.max_loras = c.enable_lora ? c.max_loras : 0;
   XI_ASSIGN_OR_RETURN(sc.policy, ParseSchedulingPolicy(c.scheduling_policy));
   XI_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(sc));
   // Embeddings and a classifier's own head read the last hidden state; the rest, logits.
   engine->runner_ =
       std::make_unique<ModelRunner>(*engine->model_, *engine->backend_, num_blocks, c.block_size,
                                     c.KvCacheDType(), c.embeds() || !engine->score_head_.empty());
+  for (const std::string& text : c.lora_modules) {
+    XI_ASSIGN_OR_RETURN(LoraModule module, ParseLoraModule(text));
+    XI_RETURN_IF_ERROR(engine->AddLoraAdapter(module));
+  }
 
   std::set<int32_t> eos(mc.eos_token_ids.begin(), mc.eos_token_ids.end());
   eos.insert(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
@@ -336,6 +341,14 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
                                    request.params.guided == GuidedDecoding::kJsonSchema
                                ? "JSON value"
                                : "match");
+  int32_t lora_id = 0;
+  if (!request.lora_name.empty()) {
+    auto lora = std::find_if(lora_adapters_.begin(), lora_adapters_.end(),
+                             [&](const LoraAdapterInfo& a) { return a.name == request.lora_name; });
+    if (lora == lora_adapters_.end())
+      return NotFound("LoRA adapter '{}' is not loaded", request.lora_name);
+    lora_id = lora->id;
+  }
   std::vector<std::string> ids;
   for (int i = 0; i < request.params.n; ++i) {
     std::string sid = request.params.n == 1 ? id : id + "/" + std::to_string(i);
@@ -344,8 +357,9 @@ Status LLMEngine::AddRequest(const std::string& id, EngineRequest request) {
                   request.prompt_ids,
                   p.max_tokens,
                   request.priority,
-                  0,
-                  /*prompt_logits=*/p.prompt_logprobs >= 0};
+                  /*extra_key=*/static_cast<uint64_t>(lora_id),
+                  /*prompt_logits=*/p.prompt_logprobs >= 0,
+                  lora_id};
     Status s = scheduler_->AddRequest(std::move(nr));
     if (!s.ok()) {
       for (const auto& added : ids) {

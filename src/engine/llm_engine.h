@@ -33,6 +33,16 @@ struct EngineRequest {
   std::vector<int32_t> prompt_ids;
   SamplingParams params;  // validated by AddRequest; n > 1 runs n choices
   int priority = 0;       // lower runs first under the priority policy
+  std::string lora_name{};  // a loaded LoRA adapter's name (LLMEngine::lora_adapters); "": none
+};
+
+// A LoRA adapter the engine serves (EngineConfig::lora_modules, or added later).
+struct LoraAdapterInfo {
+  std::string name;
+  std::string path;
+  std::string base_model_name;  // empty: the served model's name
+  int32_t id = 0;               // the scheduler's lora_id (also its prefix-cache namespace)
+  int rank = 0;
 };
 
 struct TokenLogprobs {
@@ -122,6 +132,11 @@ class LLMEngine {
   const std::vector<int32_t>& eos_token_ids() const { return eos_token_ids_; }
   // SamplingParams defaults from the model's generation_config.json.
   const SamplingParams& default_sampling_params() const { return default_params_; }
+  // The LoRA adapters requests may name (EngineRequest::lora_name), in the order loaded.
+  const std::vector<LoraAdapterInfo>& lora_adapters() const { return lora_adapters_; }
+  // Loads an adapter (model/lora.h) under module.name, which must be new (EngineConfig::
+  // enable_lora); errors name the adapter and change nothing.
+  Status AddLoraAdapter(const LoraModule& module);
 
  private:
   struct Choice;
@@ -168,6 +183,8 @@ class LLMEngine {
   int64_t prompt_tokens_ = 0;
   int64_t generation_tokens_ = 0;
   int64_t finished_ = 0;
+  std::vector<LoraAdapterInfo> lora_adapters_;
+  int32_t next_lora_id_ = 1;
 };
 
 }  // namespace xinfer

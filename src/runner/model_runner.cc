@@ -22,6 +22,7 @@ Status ModelRunner::Execute(const SchedulerOutput& output) {
   b.slot_mapping.clear();
   b.query_start.assign(1, 0);
   b.logits_rows.clear();
+  b.loras.clear();
   sampling_index_.assign(output.scheduled.size(), -1);
   prompt_logits_index_.assign(output.scheduled.size(), -1);
   size_t max_blocks = 1;
@@ -41,6 +42,14 @@ Status ModelRunner::Execute(const SchedulerOutput& output) {
           static_cast<int32_t>(SlotForPosition(s.block_table, pos, cache_.block_size)));
     }
     std::copy(s.block_table.begin(), s.block_table.end(), b.block_tables.begin() + i * max_blocks);
+    if (s.lora_id != 0) {
+      auto lora = loras_.find(s.lora_id);
+      if (lora == loras_.end())
+        return Internal("request {} runs with LoRA id {}, which is not loaded", s.request_id,
+                        s.lora_id);
+      if (b.loras.empty()) b.loras.assign(output.scheduled.size(), nullptr);
+      b.loras[i] = lora->second.get();
+    }
     XI_CHECK(s.num_prompt_logits >= 0 && s.num_prompt_logits <= s.num_new_tokens);
     if (s.num_prompt_logits > 0) {
       prompt_logits_index_[i] = static_cast<int>(b.logits_rows.size());

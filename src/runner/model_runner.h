@@ -6,9 +6,12 @@
 // Thread-safety: one thread (the engine's).
 #pragma once
 
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "model/causal_lm.h"
+#include "model/lora.h"
 #include "sched/scheduler_output.h"
 
 namespace xinfer {
@@ -32,6 +35,13 @@ class ModelRunner {
   // (num_prompt_logits > 0; the next ones follow it), else -1.
   const std::vector<int>& prompt_logits_index() const { return prompt_logits_index_; }
 
+  // LoRA adapters by the scheduler's lora_id (ScheduledSequence::lora_id, != 0): a sequence with
+  // one runs with that adapter. Removing one in use by a scheduled sequence makes Execute fail.
+  void AddLoraAdapter(int32_t lora_id, std::shared_ptr<const LoraAdapter> adapter) {
+    loras_[lora_id] = std::move(adapter);
+  }
+  void RemoveLoraAdapter(int32_t lora_id) { loras_.erase(lora_id); }
+
   // Tokens run through the model so far (prompt chunks, recomputation and decodes).
   int64_t num_computed_tokens() const { return num_computed_tokens_; }
   const PagedKvCache& cache() const { return cache_; }
@@ -46,6 +56,7 @@ class ModelRunner {
   std::vector<int> sampling_index_;
   std::vector<int> prompt_logits_index_;
   int64_t num_computed_tokens_ = 0;
+  std::unordered_map<int32_t, std::shared_ptr<const LoraAdapter>> loras_;
 };
 
 }  // namespace xinfer

@@ -41,6 +41,7 @@ struct Request {
   int priority = 0;            // lower runs first (priority policy only)
   uint64_t arrival = 0;        // order of AddRequest, unique
   uint64_t extra_key = 0;      // prefix-cache namespace (e.g. LoRA id); 0 when unused
+  int32_t lora_id = 0;         // NewRequest::lora_id
   bool prompt_logits = false;  // NewRequest::prompt_logits
   RequestStatus status = RequestStatus::kWaiting;
   // Tokens whose KV is in the cache (prefix hit + steps run so far).

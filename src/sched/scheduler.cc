@@ -71,6 +71,7 @@ Status Scheduler::AddRequest(NewRequest request) {
   r->max_tokens = request.max_tokens;
   r->priority = request.priority;
   r->extra_key = request.extra_key;
+  r->lora_id = request.lora_id;
   r->prompt_logits = request.prompt_logits;
   r->arrival = next_arrival_++;
   r->status = RequestStatus::kWaiting;
@@ -164,9 +165,19 @@ void Scheduler::Preempt(Request* victim, SchedulerOutput& out, int& budget) {
 }
 
 void Scheduler::AdmitWaiting(SchedulerOutput& out, int& budget) {
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs) {
-    Request* r = *waiting_.begin();
+  // The adapters of the running requests, for max_loras.
+  std::set<int32_t> loras;
+  if (config_.max_loras > 0)
+    for (const Request* r : running_)
+      if (r->lora_id != 0) loras.insert(r->lora_id);
+  for (auto it = waiting_.begin(); it != waiting_.end() && budget > 0 &&
+                                   static_cast<int>(running_.size()) < config_.max_num_seqs;) {
+    Request* r = *it;
+    if (config_.max_loras > 0 && r->lora_id != 0 && !loras.count(r->lora_id) &&
+        static_cast<int>(loras.size()) >= config_.max_loras) {
+      ++it;  // passed over, as vLLM's scheduler skips it, until an adapter's requests finish
+      continue;
+    }
     // Cached positions are not computed, so they would have no logits.
     PrefixHit hit =
         r->prompt_logits ? PrefixHit{} : kv_.GetComputedBlocks(r->token_ids, r->extra_key);
@@ -178,7 +189,8 @@ void Scheduler::AdmitWaiting(SchedulerOutput& out, int& budget) {
     }
     std::optional<std::vector<BlockId>> blocks = kv_.AllocateSlots(r->id, hit.num_tokens, n, &hit);
     if (!blocks) break;
-    waiting_.erase(waiting_.begin());
+    it = waiting_.erase(it);
+    if (r->lora_id != 0) loras.insert(r->lora_id);
     r->status = RequestStatus::kRunning;
     r->num_computed_tokens = hit.num_tokens;
     if (r->num_cached_tokens < 0) r->num_cached_tokens = hit.num_tokens;
@@ -211,6 +223,7 @@ void Scheduler::AppendScheduled(Request* r, int num_new_tokens, std::vector<Bloc
   s.is_prefill =
       !(num_new_tokens == 1 && s.needs_sampling && s.start_position >= r->num_prompt_tokens);
   s.newly_admitted = newly_admitted;
+  s.lora_id = r->lora_id;
   s.block_table = kv_.block_table(r->id);
   s.new_block_ids = std::move(new_blocks);
   out.scheduled.push_back(std::move(s));

@@ -56,6 +56,9 @@ struct NewRequest {
   // num_prompt_logits), so the request does not read the prefix cache (cached positions are not
   // computed) and its prefill chunks share SchedulerConfig::max_prompt_logits_per_step.
   bool prompt_logits = false;
+  // The LoRA adapter the request runs with (ScheduledSequence::lora_id); 0: none. Counts toward
+  // SchedulerConfig::max_loras.
+  int32_t lora_id = 0;
 };
 
 class Scheduler {

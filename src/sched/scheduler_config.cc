@@ -22,6 +22,7 @@ Status SchedulerConfig::Validate() const {
   }
   if (block_size < 1) return InvalidArgument("block_size must be >= 1, got {}", block_size);
   if (num_blocks < 1) return InvalidArgument("num_blocks must be >= 1, got {}", num_blocks);
+  if (max_loras < 0) return InvalidArgument("max_loras must be >= 0, got {}", max_loras);
   if (max_prompt_logits_per_step < 1)
     return InvalidArgument("max_prompt_logits_per_step must be >= 1, got {}",
                            max_prompt_logits_per_step);

@@ -32,6 +32,10 @@ struct SchedulerConfig {
   // one recomputed after preemption, then fits one step.
   bool enable_chunked_prefill = true;
   bool enable_prefix_caching = true;
+  // vLLM's --max-loras: the distinct LoRA adapters (NewRequest::lora_id) the running requests
+  // may use at once; a waiting request whose adapter would exceed it is passed over (others
+  // behind it are admitted) until one finishes. 0: no limit.
+  int max_loras = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
 
   Status Validate() const;

@@ -31,6 +31,7 @@ struct ScheduledSequence {
   // True on the first step after (re-)admission: the runner should (re)create its per-request
   // state; start_position may be > 0 on a prefix-cache hit.
   bool newly_admitted = false;
+  int32_t lora_id = 0;  // the request's LoRA adapter (NewRequest::lora_id); 0: none
   // The whole block table after this step's allocation (covers start_position +
   // num_new_tokens tokens); slot of position p = SlotForPosition(block_table, p, block_size).
   std::vector<BlockId> block_table;

@@ -73,6 +73,56 @@ TEST(SchedulerTest, RejectsRequestsThatCanNeverRun) {
   EXPECT_EQ(s->stats().num_preemptions, 0);
 }
 
+// max_loras (vLLM's --max-loras): a waiting request whose adapter would be one too many is passed
+// over — base requests and requests of a running adapter behind it are admitted — until the
+// running adapter's requests finish; its sequences carry their lora_id to the runner.
+TEST(SchedulerTest, MaxLorasPassesOverARequestOfOneAdapterTooMany) {
+  SchedulerConfig c = SmallConfig();
+  c.max_loras = 1;
+  auto s = MakeScheduler(c);
+  auto with_lora = [](RequestId id, int32_t lora, int max_tokens) {
+    NewRequest r = Req(std::move(id), Range(4), max_tokens);
+    r.lora_id = lora;
+    r.extra_key = static_cast<uint64_t>(lora);
+    return r;
+  };
+  ASSERT_TRUE(s->AddRequest(with_lora("a1", 1, 3)).ok());
+  ASSERT_TRUE(s->AddRequest(with_lora("b1", 2, 2)).ok());
+  ASSERT_TRUE(s->AddRequest(Req("base", Range(4), 2)).ok());
+  ASSERT_TRUE(s->AddRequest(with_lora("a2", 1, 2)).ok());
+  StepResult r = Step(*s);
+  ASSERT_NE(r.Find("a1"), nullptr);
+  EXPECT_EQ(r.Find("a1")->lora_id, 1);
+  EXPECT_EQ(r.Find("b1"), nullptr);
+  ASSERT_NE(r.Find("base"), nullptr);
+  EXPECT_EQ(r.Find("base")->lora_id, 0);
+  ASSERT_NE(r.Find("a2"), nullptr);
+  EXPECT_EQ(s->num_waiting(), 1);
+  // b1 waits while adapter 1 has requests running, then runs.
+  int steps = 1;
+  bool b1_ran = false;
+  while (s->HasUnfinishedRequests() && steps < 20) {
+    r = Step(*s);
+    ++steps;
+    if (const ScheduledSequence* b1 = r.Find("b1")) {
+      b1_ran = true;
+      EXPECT_EQ(b1->lora_id, 2);
+      EXPECT_EQ(r.Find("a1"), nullptr);
+      EXPECT_EQ(r.Find("a2"), nullptr);
+    }
+  }
+  EXPECT_TRUE(b1_ran);
+  EXPECT_FALSE(s->HasUnfinishedRequests());
+  // Without the limit all four run at once.
+  c.max_loras = 0;
+  s = MakeScheduler(c);
+  for (NewRequest n : {with_lora("a1", 1, 3), with_lora("b1", 2, 2), Req("base", Range(4), 2)})
+    ASSERT_TRUE(s->AddRequest(std::move(n)).ok());
+  EXPECT_EQ(Step(*s).out.scheduled.size(), 3u);
+  c.max_loras = -1;
+  EXPECT_EQ(c.Validate().message(), "max_loras must be >= 0, got -1");
+}
+
 TEST(SchedulerTest, SingleRequestLifecycle) {
   auto s = MakeScheduler(SmallConfig());
   ASSERT_TRUE(s->AddRequest(Req("a", Range(10, 1), 3)).ok());

@@ -36,7 +36,7 @@ net::awaitable<void> HandleGeneration(HttpExchange& ex, AsyncEngine& engine,
   CancelGuard guard{engine, streams};
   auto notify = ex.MakeNotifier();
   for (size_t i = 0; i < req.prompts.size(); ++i) {
-    EngineRequest er{req.prompts[i], req.params, req.priority};
+    EngineRequest er{req.prompts[i], req.params, req.priority, req.lora_name};
     const std::string id = req.prompts.size() == 1 ? req.id : req.id + "-" + std::to_string(i);
     auto s = engine.Submit(id, std::move(er), notify);
     if (!s.ok()) {

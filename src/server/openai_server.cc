@@ -141,6 +141,16 @@ json OpenAIServer::ModelsBody() const {
                     {"parent", nullptr},
                     {"max_model_len", engine_->config().max_model_len},
                     {"permission", json::array()}});
+  // As vLLM lists its LoRA modules: rooted at the adapter's folder, parented by the base model.
+  for (const ServerConfig::LoraName& lora : options_.config.loras)
+    data.push_back({{"id", lora.name},
+                    {"object", "model"},
+                    {"created", created_},
+                    {"owned_by", "xinfer"},
+                    {"root", lora.path},
+                    {"parent", lora.parent},
+                    {"max_model_len", engine_->config().max_model_len},
+                    {"permission", json::array()}});
   return {{"object", "list"}, {"data", data}};
 }
 

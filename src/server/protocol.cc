@@ -31,7 +31,7 @@ bool IsTrue(const json& body, const char* key) {
 // model.
 Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationRequest& r) {
   if (!body.is_object()) return InvalidArgument("the request body must be a JSON object");
-  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
+  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config, &r.lora_name));
   // The name the request used (one of the served names), as vLLM echoes it.
   r.model = body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>()
                                                                 : ctx.config.served_model_name;
@@ -271,8 +271,8 @@ Status AddPoolingInputs(const json& body, const ProtocolContext& ctx, const char
 
 StatusOr<GenerationRequest> NewPoolingRequest(const json& body, const ProtocolContext& ctx,
                                               Endpoint endpoint, const std::string& id_prefix) {
-  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config));
   GenerationRequest r;
+  XI_RETURN_IF_ERROR(CheckModel(body, ctx.config, &r.lora_name));
   r.endpoint = endpoint;
   r.id = NewRequestId(id_prefix);
   r.created = NowSeconds();
@@ -326,15 +326,21 @@ Status NoChatTemplate() {
   return InvalidArgument("messages: the model has no chat template; pass --chat-template");
 }
 
-Status CheckModel(const json& body, const ServerConfig& config) {
+Status CheckModel(const json& body, const ServerConfig& config, std::string* lora_name) {
+  if (lora_name != nullptr) lora_name->clear();
   if (!body.is_object() || !body.contains("model") || body["model"].is_null()) return Status::Ok();
   if (!body["model"].is_string()) return InvalidArgument("model must be a string");
   const std::string m = body["model"].get<std::string>();
-  if (m != config.served_model_name &&
-      std::find(config.served_model_aliases.begin(), config.served_model_aliases.end(), m) ==
+  if (m == config.served_model_name ||
+      std::find(config.served_model_aliases.begin(), config.served_model_aliases.end(), m) !=
           config.served_model_aliases.end())
-    return NotFound("The model `{}` does not exist.", m);
-  return Status::Ok();
+    return Status::Ok();
+  for (const ServerConfig::LoraName& lora : config.loras) {
+    if (lora.name != m) continue;
+    if (lora_name != nullptr) *lora_name = m;
+    return Status::Ok();
+  }
+  return NotFound("The model `{}` does not exist.", m);
 }
 
 StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolContext& ctx) {

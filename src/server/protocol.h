@@ -30,6 +30,12 @@ struct ServerConfig {
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser;  // "" or "hermes"
   std::string reasoning_parser;  // "" or "qwen3"
+  // LoRA adapters served beside the model (--lora-modules): a request names one as its model.
+  struct LoraName {
+    std::string name, path;
+    std::string parent;  // the base model's name /v1/models gives
+  };
+  std::vector<LoraName> loras;
 };
 
 // What parsing needs besides the body.
@@ -86,6 +92,8 @@ struct GenerationRequest {
   int top_n = 0;
   // /classify: the model's label names, by index (ModelConfig::id2label).
   std::vector<std::string> labels;
+  // `model` named a LoRA adapter (ServerConfig::loras): its name; "" for the base model.
+  std::string lora_name;
 };
 
 // The error chat requests get when the model has no chat template.
@@ -108,8 +116,10 @@ StatusOr<GenerationRequest> ParseCompletionRequest(const nlohmann::ordered_json&
 // content as "". InvalidArgument for anything else but a string content.
 StatusOr<nlohmann::ordered_json> NormalizeMessages(const nlohmann::ordered_json& messages);
 
-// NotFound unless `body.model` is absent or names the served model.
-Status CheckModel(const nlohmann::ordered_json& body, const ServerConfig& config);
+// NotFound unless `body.model` is absent or names the served model or one of its LoRA adapters
+// (then *lora_name is set to it, when given; else "").
+Status CheckModel(const nlohmann::ordered_json& body, const ServerConfig& config,
+                  std::string* lora_name = nullptr);
 
 // "<prefix><32 hex digits>".
 std::string NewRequestId(const std::string& prefix);

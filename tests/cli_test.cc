@@ -185,6 +185,57 @@ TEST(CliTest, DemoMoePresetsExportToGgufAndGenerateTheSame) {
   }
 }
 
+// make-lora writes a PEFT adapter of a model's shape; generate runs prompts with it (--lora),
+// alone and in batch mode alike, and the adapter changes the log-probabilities.
+TEST(CliTest, MakeLoraAndGenerateWithIt) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const std::string dir = ScratchPath("lora"), in = ScratchPath("lora_in.jsonl"),
+                    out = ScratchPath("lora_out.jsonl");
+  std::filesystem::remove_all(dir);
+  RunResult m =
+      RunXinfer("make-lora --model " + Model("tiny-qwen3") + " --out " + dir + " --rank 8");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/adapter_model.safetensors"));
+  const json config = json::parse(std::ifstream(dir + "/adapter_config.json"));
+  EXPECT_EQ(config["r"], 8);
+  const std::string gen = "generate --model " + Model("tiny-qwen3") +
+                          " --prompt-ids 9707,1052,11 --max-tokens 4 --temperature 0 "
+                          "--logprobs 1 --json --enable-lora --lora-modules tuned=" +
+                          dir;
+  RunResult base = RunXinfer(gen), tuned = RunXinfer(gen + " --lora tuned");
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.err;
+  const json b = json::parse(base.out), t = json::parse(tuned.out);
+  EXPECT_GT(std::abs(b["logprobs"][0][0]["logprob"].get<double>() -
+                     t["logprobs"][0][0]["logprob"].get<double>()),
+            1e-4);
+  {
+    std::ofstream f(in);
+    f << R"({"prompt_ids": [9707, 1052, 11], "max_tokens": 4, "temperature": 0})"
+      << "\n";
+  }
+  RunResult batch =
+      RunXinfer("generate --model " + Model("tiny-qwen3") + " --input " + in + " --output " + out +
+                " --enable-lora --lora-modules tuned=" + dir + " --lora tuned");
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  std::ifstream results(out);
+  std::string line;
+  ASSERT_TRUE(std::getline(results, line));
+  EXPECT_EQ(json::parse(line)["token_ids"], t["token_ids"]) << line;
+  RunResult unknown = RunXinfer(gen + " --lora other");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("LoRA adapter 'other' is not loaded"), std::string::npos)
+      << unknown.err;
+  RunResult bad = RunXinfer("make-lora --model " + Model("tiny-qwen3") + " --out " + dir +
+                            "-bad --targets q_proj,lm_head");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("'lm_head' is not one of"), std::string::npos) << bad.err;
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir + "-bad");
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
 // Offline batch mode: JSONL in (prompt / prompt_ids / messages + sampling parameters), JSONL out
 // in input order with usage, a progress bar on stderr; a bad line changes nothing.
 TEST(CliTest, OfflineBatchJsonl) {

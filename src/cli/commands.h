@@ -14,6 +14,7 @@ void AddInspectCommand(CLI::App& app, int* exit_code);
 void AddChatTemplateCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);
 void AddMakeModelCommand(CLI::App& app, int* exit_code);
+void AddMakeLoraCommand(CLI::App& app, int* exit_code);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddQuantizeCommand(CLI::App& app, int* exit_code);
 void AddPlanCommand(CLI::App& app, int* exit_code);

@@ -35,6 +35,7 @@ struct GenerateOptions {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool json = false;
+  std::string lora;  // a --lora-modules name every prompt runs with
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -68,7 +69,7 @@ int RunSingle(const GenerateOptions& o, LLMEngine& engine, double load_ms) {
   p.stop = o.stop;
   p.ignore_eos = o.ignore_eos;
   const auto t_start = Clock::now();
-  if (Status s = engine.AddRequest("cli", {*prompt, p}); !s.ok()) return ReportError(s);
+  if (Status s = engine.AddRequest("cli", {*prompt, p, 0, o.lora}); !s.ok()) return ReportError(s);
 
   std::vector<int32_t> tokens;
   std::string text, finish;
@@ -144,7 +145,7 @@ int RunGenerate(GenerateOptions o) {
   auto engine = LLMEngine::Create(o.engine);
   if (!engine.ok()) return ReportError(engine.status());
   const double load_ms = Ms(Clock::now() - t_load);
-  if (batch) return RunOfflineBatch(o.input, o.output, **engine, o.chat_template);
+  if (batch) return RunOfflineBatch(o.input, o.output, **engine, o.chat_template, o.lora);
   return RunSingle(o, **engine, load_ms);
 }
 
@@ -170,6 +171,8 @@ void AddGenerateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--stop", o->stop, "Stop string (repeatable)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--json", o->json, "Print ids, text, logprobs and timings as JSON");
+  cmd->add_option("--lora", o->lora,
+                  "Run every prompt with this LoRA adapter (a name of --lora-modules)");
   AddEngineFlags(cmd, &o->engine);
   cmd->callback([o, exit_code] { *exit_code = RunGenerate(*o); });
 }

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   xinfer::AddChatTemplateCommand(app, &exit_code);
   xinfer::AddServeCommand(app, &exit_code);
   xinfer::AddMakeModelCommand(app, &exit_code);
+  xinfer::AddMakeLoraCommand(app, &exit_code);
   xinfer::AddDoctorCommand(app, &exit_code);
   xinfer::AddQuantizeCommand(app, &exit_code);
   xinfer::AddPlanCommand(app, &exit_code);

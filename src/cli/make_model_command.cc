@@ -2,14 +2,17 @@
 // safetensors, tokenizer files) with random weights of a real model's shape, so benchmarks and
 // the demo server need no download. Weights are seeded: the same command writes the same bytes.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "formats/safetensors_writer.h"
+#include "model/causal_lm.h"
 
 namespace xinfer {
 namespace {
@@ -225,7 +228,92 @@ int RunMakeModel(const MakeModelOptions& o) {
   return 0;
 }
 
+struct MakeLoraOptions {
+  std::string model;
+  std::string out;
+  int rank = 16;
+  double alpha = 32;
+  std::vector<std::string> targets = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                      "gate_proj", "up_proj", "down_proj"};
+  uint64_t seed = 0;
+};
+
+// A random PEFT LoRA adapter of `model`'s shape (BF16, every layer, the targets given), for
+// benchmarks and trying --lora-modules without a download.
+int RunMakeLora(const MakeLoraOptions& o) {
+  if (o.rank < 1) return ReportError(InvalidArgument("--rank must be >= 1"));
+  auto config = LoadModelConfig(o.model, "");
+  if (!config.ok()) return ReportError(config.status());
+  const ModelConfig& c = *config;
+  const int64_t h = c.hidden_size, q = static_cast<int64_t>(c.num_attention_heads) * c.head_dim,
+                kv = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim,
+                i = c.intermediate_size;
+  const std::map<std::string, std::pair<int64_t, int64_t>> shapes = {
+      {"q_proj", {q, h}},    {"k_proj", {kv, h}}, {"v_proj", {kv, h}},  {"o_proj", {h, q}},
+      {"gate_proj", {i, h}}, {"up_proj", {i, h}}, {"down_proj", {h, i}}};
+  std::vector<TensorSpec> tensors;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    for (const std::string& t : o.targets) {
+      auto shape = shapes.find(t);
+      if (shape == shapes.end())
+        return ReportError(InvalidArgument(
+            "--targets: '{}' is not one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+            "down_proj",
+            t));
+      const bool mlp = t == "gate_proj" || t == "up_proj" || t == "down_proj";
+      if (mlp && c.IsSparseLayer(l)) continue;  // a mixture-of-experts layer has no dense MLP
+      const std::string name =
+          fmt::format("base_model.model.model.layers.{}.{}.{}", l, mlp ? "mlp" : "self_attn", t);
+      const auto [out, in] = shape->second;
+      tensors.push_back({name + ".lora_A.weight", DType::kBF16, {o.rank, in}});
+      tensors.push_back({name + ".lora_B.weight", DType::kBF16, {out, o.rank}});
+    }
+  }
+  std::error_code ec;
+  const fs::path staging = fs::path(o.out) / ".make-lora";
+  fs::create_directories(staging, ec);
+  if (ec) return ReportError(InvalidArgument("cannot create {}: {}", o.out, ec.message()));
+  const uint64_t seed = o.seed;
+  Status s = WriteSafetensors(staging.string(), tensors,
+                              [seed](const TensorSpec& t, int64_t first, int64_t count,
+                                     uint8_t* out) { Fill(t, first, count, out, seed); },
+                              uint64_t{1} << 40, {{"format", "pt"}});
+  if (s.ok()) {
+    fs::rename(staging / "model.safetensors", fs::path(o.out) / "adapter_model.safetensors", ec);
+    if (ec) s = InvalidArgument("cannot write {}: {}", o.out, ec.message());
+  }
+  fs::remove_all(staging, ec);
+  if (!s.ok()) return ReportError(s);
+  ordered_json adapter = {{"peft_type", "LORA"},
+                          {"base_model_name_or_path", o.model},
+                          {"r", o.rank},
+                          {"lora_alpha", o.alpha},
+                          {"lora_dropout", 0.0},
+                          {"target_modules", o.targets},
+                          {"bias", "none"},
+                          {"task_type", "CAUSAL_LM"},
+                          {"xinfer_generated", {{"seed", o.seed}, {"weights", "random"}}}};
+  std::ofstream(fs::path(o.out) / "adapter_config.json") << adapter.dump(2) << "\n";
+  fmt::print(stderr, "make-lora: rank {} on {} for {} ({} tensors) -> {}\n", o.rank,
+             fmt::join(o.targets, ","), o.model, tensors.size(), o.out);
+  return 0;
+}
+
 }  // namespace
+
+void AddMakeLoraCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<MakeLoraOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "make-lora", "Write a random LoRA adapter (PEFT layout) for a model's shape");
+  cmd->add_option("--model", o->model, "The model folder or .gguf file it adapts")->required();
+  cmd->add_option("--out", o->out, "Output folder")->required();
+  cmd->add_option("--rank", o->rank, "LoRA rank r (default 16)");
+  cmd->add_option("--alpha", o->alpha, "lora_alpha (default 32)");
+  cmd->add_option("--targets", o->targets, "Projections to adapt (default all seven)")
+      ->delimiter(',');
+  cmd->add_option("--seed", o->seed, "Weight seed (default 0)");
+  cmd->callback([o, exit_code] { *exit_code = RunMakeLora(*o); });
+}
 
 void AddMakeModelCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<MakeModelOptions>();

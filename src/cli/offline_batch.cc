@@ -41,7 +41,8 @@ StatusOr<std::vector<int32_t>> BuildPromptIds(const nlohmann::ordered_json& requ
 }
 
 int RunOfflineBatch(const std::string& input_path, const std::string& output_path,
-                    LLMEngine& engine, const std::string& chat_template_arg) {
+                    LLMEngine& engine, const std::string& chat_template_arg,
+                    const std::string& lora) {
   std::ifstream in(input_path);
   if (!in) return ReportError(NotFound("cannot read --input {}", input_path));
   auto builder =
@@ -70,7 +71,8 @@ int RunOfflineBatch(const std::string& input_path, const std::string& output_pat
   }
   std::vector<Result> results(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    Status s = engine.AddRequest(std::to_string(i), {requests[i].first, requests[i].second});
+    Status s =
+        engine.AddRequest(std::to_string(i), {requests[i].first, requests[i].second, 0, lora});
     if (!s.ok()) {
       // Drop what was queued so nothing runs half a batch.
       for (size_t j = 0; j < i; ++j) (void)engine.Abort(std::to_string(j));

@@ -44,6 +44,8 @@ struct OfflineBenchOptions {
   float temperature = 0;  // 0: greedy
   float top_p = 1;
   int top_k = 0;
+  std::string lora_path;     // a LoRA adapter the sequences run with; "" for none
+  double lora_fraction = 1;  // of the sequences (the first ones of each batch)
 };
 
 SamplingParams BenchSamplingParams(const OfflineBenchOptions& o) {
@@ -80,6 +82,8 @@ StatusOr<RunResult> RunOnce(LLMEngine& engine, const OfflineBenchOptions& o, int
     for (int i = 0; i < o.input_len; ++i) r.prompt_ids.push_back(id(rng));
     r.params = p;
     r.params.seed = 1000 * (run + 2) + b;  // the same draws in every invocation
+    if (!o.lora_path.empty() && b < static_cast<int>(o.lora_fraction * o.batch + 0.5))
+      r.lora_name = "bench";
     XI_RETURN_IF_ERROR(engine.AddRequest(fmt::format("r{}-{}", run, b), std::move(r)));
   }
   const Clock::time_point t0 = Clock::now();
@@ -126,6 +130,13 @@ int Run(const OfflineBenchOptions& o) {
   cfg.max_num_batched_tokens = std::max(o.batch * o.input_len, o.input_len + o.output_len);
   cfg.enable_prefix_caching = false;
   cfg.num_gpu_blocks_override = o.batch * ((cfg.max_model_len + 15) / 16) + 16;
+  if (!o.lora_path.empty()) {
+    if (!(o.lora_fraction >= 0 && o.lora_fraction <= 1))
+      return ReportError(InvalidArgument("--lora-fraction must be in [0, 1]"));
+    cfg.enable_lora = true;
+    cfg.lora_modules = {"bench=" + o.lora_path};
+    cfg.max_lora_rank = 1 << 20;  // whatever the adapter's rank
+  }
   auto engine = LLMEngine::Create(cfg);
   if (!engine.ok()) return ReportError(engine.status());
   if (Status valid = BenchSamplingParams(o).Validate((*engine)->model_config().vocab_size);
@@ -266,6 +277,11 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
   cmd->add_option("--top-k", opts->top_k, "Keep the k most likely tokens (0: off)")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");
+  cmd->add_option("--lora-path", opts->lora_path,
+                  "A LoRA adapter folder (PEFT) the sequences run with");
+  cmd->add_option("--lora-fraction", opts->lora_fraction,
+                  "Share of the sequences that use --lora-path (default 1: all; the rest run "
+                  "the base model in the same batches)");
   cmd->callback([opts, exit_code] { *exit_code = Run(*opts); });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "base/logging.h"
@@ -227,6 +228,7 @@ AsyncEngineStats AsyncEngine::Stats() const {
   AsyncEngineStats s;
   EngineStats& sum = s.engine;
   double used_blocks = 0;
+  std::set<std::string> running_loras, waiting_loras;
   for (const auto& r : replicas_) {
     const EngineStats& e = r->stats;
     s.replicas.push_back(e);
@@ -242,9 +244,13 @@ AsyncEngineStats AsyncEngine::Stats() const {
     sum.generation_tokens += e.generation_tokens;
     sum.computed_tokens += e.computed_tokens;
     sum.num_requests_finished += e.num_requests_finished;
+    running_loras.insert(e.running_lora_adapters.begin(), e.running_lora_adapters.end());
+    waiting_loras.insert(e.waiting_lora_adapters.begin(), e.waiting_lora_adapters.end());
     s.num_submitted_pending += r->pending_adds;
   }
   sum.kv_cache_usage = sum.num_blocks > 0 ? used_blocks / sum.num_blocks : 0;
+  sum.running_lora_adapters.assign(running_loras.begin(), running_loras.end());
+  sum.waiting_lora_adapters.assign(waiting_loras.begin(), waiting_loras.end());
   s.num_active_requests = num_active_;
   s.metrics = metrics_;
   return s;

@@ -664,6 +664,15 @@ EngineStats LLMEngine::stats() const {
   e.generation_tokens = generation_tokens_;
   e.computed_tokens = runner_->num_computed_tokens();
   e.num_requests_finished = finished_;
+  auto names = [&](const std::vector<int32_t>& ids) {
+    std::vector<std::string> out;
+    for (const LoraAdapterInfo& a : lora_adapters_)
+      if (std::find(ids.begin(), ids.end(), a.id) != ids.end()) out.push_back(a.name);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  e.running_lora_adapters = names(s.running_loras);
+  e.waiting_lora_adapters = names(s.waiting_loras);
   return e;
 }
 

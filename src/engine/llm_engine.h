@@ -31,8 +31,8 @@ namespace xinfer {
 
 struct EngineRequest {
   std::vector<int32_t> prompt_ids;
-  SamplingParams params;  // validated by AddRequest; n > 1 runs n choices
-  int priority = 0;       // lower runs first under the priority policy
+  SamplingParams params;    // validated by AddRequest; n > 1 runs n choices
+  int priority = 0;         // lower runs first under the priority policy
   std::string lora_name{};  // a loaded LoRA adapter's name (LLMEngine::lora_adapters); "": none
 };
 
@@ -95,6 +95,9 @@ struct EngineStats {
   int64_t generation_tokens = 0;     // sampled
   int64_t computed_tokens = 0;       // run through the model (prompt chunks, recompute, decode)
   int64_t num_requests_finished = 0;
+  // The LoRA adapters (their names) some running / waiting request uses (vLLM's
+  // vllm:lora_requests_info), sorted.
+  std::vector<std::string> running_lora_adapters, waiting_lora_adapters;
 };
 
 class LLMEngine {

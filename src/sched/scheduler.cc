@@ -309,6 +309,13 @@ SchedulerStats Scheduler::stats() const {
   s.kv_cache_usage = kv_.usage();
   s.num_free_blocks = kv_.num_free_blocks();
   s.num_blocks = kv_.num_blocks();
+  std::set<int32_t> running, waiting;
+  for (const Request* r : running_)
+    if (r->lora_id != 0) running.insert(r->lora_id);
+  for (const Request* r : waiting_)
+    if (r->lora_id != 0) waiting.insert(r->lora_id);
+  s.running_loras.assign(running.begin(), running.end());
+  s.waiting_loras.assign(waiting.begin(), waiting.end());
   return s;
 }
 

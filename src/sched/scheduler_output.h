@@ -79,6 +79,9 @@ struct SchedulerStats {
   double kv_cache_usage = 0.0;       // fraction of blocks in use, [0, 1]
   int num_free_blocks = 0;
   int num_blocks = 0;
+  // The distinct LoRA ids (NewRequest::lora_id != 0) of the running and the waiting requests,
+  // ascending.
+  std::vector<int32_t> running_loras, waiting_loras;
 };
 
 }  // namespace xinfer

@@ -1,14 +1,17 @@
 #include "server/metrics.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
 
 namespace xinfer::server {
 namespace {
 
-std::string Label(const std::string& model) {
-  // Prometheus label values escape backslash, quote and newline.
+// Prometheus label values escape backslash, quote and newline.
+std::string Escaped(const std::string& value) {
   std::string v;
-  for (char c : model) {
+  for (char c : value) {
     if (c == '\\' || c == '"') v += '\\';
     if (c == '\n') {
       v += "\\n";
@@ -16,8 +19,10 @@ std::string Label(const std::string& model) {
     }
     v += c;
   }
-  return "model_name=\"" + v + "\"";
+  return v;
 }
+
+std::string Label(const std::string& model) { return "model_name=\"" + Escaped(model) + "\""; }
 
 // "{labels}", or nothing for the process_* metrics, which (as prometheus_client writes them)
 // carry no labels.
@@ -68,6 +73,17 @@ std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model
   Gauge(out, "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", cache_labels, 1);
   Gauge(out, "vllm:num_requests_running", "Number of requests in model execution batches.", l,
         e.num_running);
+  if (cache.enable_lora) {
+    // As vLLM writes it: the adapters as comma-separated labels, the time as the value.
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    Gauge(out, "vllm:lora_requests_info", "Running stats on lora requests.",
+          fmt::format("max_lora=\"{}\",waiting_lora_adapters=\"{}\",running_lora_adapters=\"{}\"",
+                      cache.max_loras,
+                      Escaped(fmt::format("{}", fmt::join(e.waiting_lora_adapters, ","))),
+                      Escaped(fmt::format("{}", fmt::join(e.running_lora_adapters, ",")))),
+          now);
+  }
   Gauge(out, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", l,
         e.num_waiting + s.num_submitted_pending);
   Gauge(out, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", l,

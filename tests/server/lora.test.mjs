@@ -5,7 +5,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startServer, skipUnless, QWEN, raw, makeTempDir } from './helpers.mjs';
+import { startServer, skipUnless, QWEN, raw, makeTempDir, metrics, waitFor } from './helpers.mjs';
 
 // A PEFT adapter for the tiny Qwen3 (hidden 64, 4 query / 2 key-value heads of 32, 2 layers):
 // q_proj and v_proj, rank 4, F32; B all zeros when `zero` (an adapter that changes nothing).
@@ -89,6 +89,15 @@ describe('LoRA adapters', { skip: skipUnless(QWEN) }, () => {
       await assert.rejects(complete('other'), (e) => e.status === 404 && /`other` does not exist/.test(e.message));
       const tok = await raw(srv.baseURL, 'POST', '/tokenize', { model: 'tuned', prompt: 'Hello' });
       assert.equal(tok.status, 200);
+      // vLLM's vllm:lora_requests_info: the adapters in use, running and waiting.
+      const idle = 'vllm:lora_requests_info{max_lora="2",waiting_lora_adapters="",running_lora_adapters=""}';
+      assert.ok((await metrics(srv.baseURL))[idle] > 1.7e9);
+      const long = client.completions.create({ model: 'tuned', prompt: 'Hi', max_tokens: 400,
+        temperature: 0, ignore_eos: true });
+      const busy = 'vllm:lora_requests_info{max_lora="2",waiting_lora_adapters="",running_lora_adapters="tuned"}';
+      await waitFor(async () => (await metrics(srv.baseURL))[busy] !== undefined, 20000, 'tuned running');
+      await long;
+      await waitFor(async () => (await metrics(srv.baseURL))[idle] !== undefined, 20000, 'idle again');
     } finally {
       assert.equal((await srv.stop()).code, 0);
     }

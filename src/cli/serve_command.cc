@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +65,12 @@ int RunServe(const ServeFlags& f) {
     o.config.served_model_aliases.assign(f.served_model_names.begin() + 1,
                                          f.served_model_names.end());
   o.config.model_path = f.engine.model;
+  // vLLM reads it as a boolean: "1" or "true" (any case) turn it on.
+  if (const char* env = std::getenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING")) {
+    std::string v = env;
+    for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    o.config.allow_runtime_lora_updating = v == "1" || v == "true";
+  }
   for (const std::string& text : f.engine.lora_modules) {
     auto module = ParseLoraModule(text);
     if (!module.ok()) return ReportError(module.status());
@@ -72,7 +79,7 @@ int RunServe(const ServeFlags& f) {
                   module->name) != o.config.served_model_aliases.end())
       return ReportError(
           InvalidArgument("--lora-modules: '{}' is already the served model's name", module->name));
-    o.config.loras.push_back(
+    o.config.loras->Add(
         {module->name, module->path,
          module->base_model_name.empty() ? o.config.served_model_name : module->base_model_name});
   }

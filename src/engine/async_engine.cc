@@ -223,6 +223,47 @@ void AsyncEngine::Cancel(const std::string& id) {
   r->cv.notify_one();
 }
 
+struct AsyncEngine::CallState {
+  EngineCall fn;
+  std::function<void(Status)> done;
+  std::mutex mu;
+  int left = 0;
+  Status first_error;
+};
+
+void AsyncEngine::FinishCall(CallState& call, Status s) {
+  bool last;
+  Status result;
+  {
+    std::lock_guard<std::mutex> l(call.mu);
+    if (!s.ok() && call.first_error.ok()) call.first_error = s;
+    last = --call.left == 0;
+    result = call.first_error;
+  }
+  if (last) call.done(result);
+}
+
+void AsyncEngine::RunOnEngines(EngineCall fn, std::function<void(Status)> done) {
+  auto call = std::make_shared<CallState>();
+  call->fn = std::move(fn);
+  call->done = std::move(done);
+  call->left = static_cast<int>(replicas_.size());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stop_ && accepting_) {
+      for (auto& r : replicas_)
+        r->commands.push_back(
+            Command{Command::kCall, "", {}, nullptr, Clock::now(), nullptr, call});
+      call = nullptr;
+    }
+  }
+  if (call != nullptr) {
+    call->done(Status(StatusCode::kUnavailable, "the server is shutting down"));
+    return;
+  }
+  for (auto& r : replicas_) r->cv.notify_one();
+}
+
 AsyncEngineStats AsyncEngine::Stats() const {
   std::lock_guard<std::mutex> l(mu_);
   AsyncEngineStats s;
@@ -285,6 +326,10 @@ void AsyncEngine::EndLocked(Replica& r, const std::string& id) {
 void AsyncEngine::Apply(Replica& r, Command& cmd) {
   if (cmd.kind == Command::kCancel) {
     if (r.active.count(cmd.id)) (void)r.engine->Abort(cmd.id);
+    return;
+  }
+  if (cmd.kind == Command::kCall) {
+    FinishCall(*cmd.call, cmd.call->fn(*r.engine));
     return;
   }
   auto a = std::make_unique<Active>();
@@ -420,10 +465,13 @@ void AsyncEngine::Loop(Replica& r) {
     for (const Command& c : cmds) taken += c.kind == Command::kAdd;
     if (stop) {
       // Shutdown's timeout passed: abort whatever is left and end every stream.
-      for (Command& c : cmds)
+      for (Command& c : cmds) {
+        if (c.kind == Command::kCall)
+          FinishCall(*c.call, Status(StatusCode::kUnavailable, "the server is shutting down"));
         if (c.kind == Command::kAdd &&
             c.stream->Fail(Status(StatusCode::kUnavailable, "the server is shutting down")))
           if (c.stream->notify_) c.stream->notify_();
+      }
       std::vector<std::string> ids;
       for (const auto& [id, a] : r.active) ids.push_back(id);
       for (const std::string& id : ids) (void)engine.Abort(id);

@@ -137,6 +137,12 @@ class AsyncEngine {
 
   AsyncEngineStats Stats() const;
 
+  // Runs fn on every replica's engine (on its engine thread, between steps), e.g. to load a LoRA
+  // adapter; `done` gets the first error (or OK) once all have run, on the last engine thread
+  // to finish (Unavailable when shutting down). It must be cheap and must not block.
+  using EngineCall = std::function<Status(LLMEngine&)>;
+  void RunOnEngines(EngineCall fn, std::function<void(Status)> done);
+
   // Stops accepting requests, lets active ones finish for up to `timeout`, aborts the rest and
   // stops the engine thread. Returns true when everything finished in time. Idempotent.
   bool Shutdown(std::chrono::milliseconds timeout);
@@ -156,16 +162,19 @@ class AsyncEngine {
     std::string trigger;
     std::vector<int32_t> ids;
   };
-  struct Active;   // engine-thread state of one request
-  struct Replica;  // one LLMEngine, its thread and its queue
+  struct Active;     // engine-thread state of one request
+  struct Replica;    // one LLMEngine, its thread and its queue
+  struct CallState;  // one RunOnEngines call across the replicas
   struct Command {
-    enum Kind { kAdd, kCancel } kind;
+    enum Kind { kAdd, kCancel, kCall } kind;
     std::string id;
     EngineRequest request;
     std::shared_ptr<RequestStream> stream;
     Clock::time_point arrival;
     const Script* script = nullptr;
+    std::shared_ptr<CallState> call = nullptr;  // kCall
   };
+  static void FinishCall(CallState& call, Status s);
 
   AsyncEngine(std::vector<std::unique_ptr<Replica>> replicas, const AsyncEngineOptions& options);
   void Loop(Replica& r);

@@ -406,6 +406,7 @@ void LLMEngine::FinishChoice(Choice& c, RequestOutput& out, const std::string& r
 StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
   std::vector<RequestOutput> outputs = std::move(pending_);
   pending_.clear();
+  if (!retired_lora_ids_.empty()) DropRetiredLoraAdapters();
   SchedulerOutput sched = scheduler_->Schedule();
   if (sched.empty()) return outputs;
 

@@ -140,6 +140,9 @@ class LLMEngine {
   // Loads an adapter (model/lora.h) under module.name, which must be new (EngineConfig::
   // enable_lora); errors name the adapter and change nothing.
   Status AddLoraAdapter(const LoraModule& module);
+  // Unloads the adapter `name` (NotFound when none): new requests can no longer name it; those
+  // already queued or running finish with it, and its weights go once the last has.
+  Status RemoveLoraAdapter(const std::string& name);
 
  private:
   struct Choice;
@@ -188,6 +191,9 @@ class LLMEngine {
   int64_t finished_ = 0;
   std::vector<LoraAdapterInfo> lora_adapters_;
   int32_t next_lora_id_ = 1;
+  // Removed adapters some request may still run with; dropped from the runner once none does.
+  std::vector<int32_t> retired_lora_ids_;
+  void DropRetiredLoraAdapters();
 };
 
 }  // namespace xinfer

@@ -26,4 +26,26 @@ Status LLMEngine::AddLoraAdapter(const LoraModule& module) {
   return Status::Ok();
 }
 
+Status LLMEngine::RemoveLoraAdapter(const std::string& name) {
+  auto it = std::find_if(lora_adapters_.begin(), lora_adapters_.end(),
+                         [&](const LoraAdapterInfo& a) { return a.name == name; });
+  if (it == lora_adapters_.end()) return NotFound("LoRA adapter '{}' is not loaded", name);
+  retired_lora_ids_.push_back(it->id);
+  lora_adapters_.erase(it);
+  DropRetiredLoraAdapters();
+  XI_LOG_INFO("LoRA adapter '{}' removed", name);
+  return Status::Ok();
+}
+
+void LLMEngine::DropRetiredLoraAdapters() {
+  const SchedulerStats s = scheduler_->stats();
+  std::erase_if(retired_lora_ids_, [&](int32_t id) {
+    if (std::find(s.running_loras.begin(), s.running_loras.end(), id) != s.running_loras.end() ||
+        std::find(s.waiting_loras.begin(), s.waiting_loras.end(), id) != s.waiting_loras.end())
+      return false;
+    runner_->RemoveLoraAdapter(id);
+    return true;
+  });
+}
+
 }  // namespace xinfer

@@ -10,6 +10,7 @@
 #include "server/embeddings.h"
 #include "server/errors.h"
 #include "server/generation.h"
+#include "server/lora_admin.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
 #include "server/responses_api.h"
@@ -142,7 +143,7 @@ json OpenAIServer::ModelsBody() const {
                     {"max_model_len", engine_->config().max_model_len},
                     {"permission", json::array()}});
   // As vLLM lists its LoRA modules: rooted at the adapter's folder, parented by the base model.
-  for (const ServerConfig::LoraName& lora : options_.config.loras)
+  for (const LoraNames::Entry& lora : options_.config.loras->List())
     data.push_back({{"id", lora.name},
                     {"object", "model"},
                     {"created", created_},
@@ -204,7 +205,8 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
   const bool known_post = path == "/v1/chat/completions" || path == "/v1/completions" ||
                           path == "/v1/responses" || path == "/v1/embeddings" ||
                           IsScorePath(path) || IsRerankPath(path) || IsClassifyPath(path) ||
-                          path == "/tokenize" || path == "/detokenize" || invocations;
+                          path == "/tokenize" || path == "/detokenize" || invocations ||
+                          (options_.config.allow_runtime_lora_updating && IsLoraAdminPath(path));
   if (!known_post || !post) {
     const bool known_get = path == "/health" || path == "/version" || path == "/metrics" ||
                            path == "/v1/models" || path == "/ping";
@@ -229,6 +231,10 @@ net::awaitable<void> OpenAIServer::Route(HttpExchange& ex) {
     co_await SendError(
         ex, MakeError(400, body.is_discarded() ? "the request body is not valid JSON"
                                                : "the request body must be a JSON object"));
+    co_return;
+  }
+  if (IsLoraAdminPath(path)) {
+    co_await HandleLoraAdmin(ex, *engine_, options_.config, path, body);
     co_return;
   }
   if (path == "/tokenize" || path == "/detokenize") {

@@ -335,12 +335,58 @@ Status CheckModel(const json& body, const ServerConfig& config, std::string* lor
       std::find(config.served_model_aliases.begin(), config.served_model_aliases.end(), m) !=
           config.served_model_aliases.end())
     return Status::Ok();
-  for (const ServerConfig::LoraName& lora : config.loras) {
-    if (lora.name != m) continue;
+  if (config.loras->Contains(m)) {
     if (lora_name != nullptr) *lora_name = m;
     return Status::Ok();
   }
   return NotFound("The model `{}` does not exist.", m);
+}
+
+bool LoraNames::Contains(const std::string& name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const Entry& e) { return e.name == name; });
+}
+
+std::vector<LoraNames::Entry> LoraNames::List() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return entries_;
+}
+
+bool LoraNames::TakenLocked(const std::string& name) const {
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const Entry& e) { return e.name == name; }) ||
+         std::find(reserved_.begin(), reserved_.end(), name) != reserved_.end();
+}
+
+bool LoraNames::Add(Entry entry) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (TakenLocked(entry.name)) return false;
+  entries_.push_back(std::move(entry));
+  return true;
+}
+
+bool LoraNames::Reserve(const std::string& name) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (TakenLocked(name)) return false;
+  reserved_.push_back(name);
+  return true;
+}
+
+void LoraNames::Commit(Entry entry) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::erase(reserved_, entry.name);
+  entries_.push_back(std::move(entry));
+}
+
+void LoraNames::Release(const std::string& name) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::erase(reserved_, name);
+}
+
+bool LoraNames::Remove(const std::string& name) {
+  std::lock_guard<std::mutex> l(mu_);
+  return std::erase_if(entries_, [&](const Entry& e) { return e.name == name; }) > 0;
 }
 
 StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolContext& ctx) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,6 +21,32 @@
 namespace xinfer::server {
 
 // Server-wide settings the protocol needs (from `xinfer serve` flags).
+// The LoRA adapters a request may name as its model (--lora-modules, and those loaded at run time
+// through /v1/load_lora_adapter). Thread-safe: the I/O threads read it while an admin request
+// changes it.
+class LoraNames {
+ public:
+  struct Entry {
+    std::string name, path;
+    std::string parent;  // the base model's name /v1/models gives
+  };
+  bool Contains(const std::string& name) const;
+  std::vector<Entry> List() const;  // in the order added
+  bool Add(Entry entry);            // false when the name is taken (or reserved)
+  bool Remove(const std::string& name);
+  // A name held while its adapter loads: Contains() is false for it and Add() of it fails until
+  // Commit() adds the entry or Release() gives the name back. False when taken or reserved.
+  bool Reserve(const std::string& name);
+  void Commit(Entry entry);
+  void Release(const std::string& name);
+
+ private:
+  bool TakenLocked(const std::string& name) const;
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> reserved_;
+};
+
 struct ServerConfig {
   std::string served_model_name;  // the first of served_model_names: metrics, logs
   // vLLM's --served-model-name takes several: a request may name any of them (its answer echoes
@@ -30,12 +58,10 @@ struct ServerConfig {
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser;  // "" or "hermes"
   std::string reasoning_parser;  // "" or "qwen3"
-  // LoRA adapters served beside the model (--lora-modules): a request names one as its model.
-  struct LoraName {
-    std::string name, path;
-    std::string parent;  // the base model's name /v1/models gives
-  };
-  std::vector<LoraName> loras;
+  // LoRA adapters served beside the model: a request names one as its model. Shared by copies.
+  std::shared_ptr<LoraNames> loras = std::make_shared<LoraNames>();
+  // VLLM_ALLOW_RUNTIME_LORA_UPDATING: /v1/load_lora_adapter and /v1/unload_lora_adapter exist.
+  bool allow_runtime_lora_updating = false;
 };
 
 // What parsing needs besides the body.

@@ -5,7 +5,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startServer, skipUnless, QWEN, raw, makeTempDir, metrics, waitFor } from './helpers.mjs';
+import { startServer, skipUnless, QWEN, raw, makeTempDir, metrics, waitFor, sleep } from './helpers.mjs';
 
 // A PEFT adapter for the tiny Qwen3 (hidden 64, 4 query / 2 key-value heads of 32, 2 layers):
 // q_proj and v_proj, rank 4, F32; B all zeros when `zero` (an adapter that changes nothing).
@@ -109,6 +109,72 @@ describe('LoRA adapters', { skip: skipUnless(QWEN) }, () => {
       [['--enable-lora', '--lora-modules', `zero=${zero}`], /LoRA adapter 'zero'.*LoRA rank 32 is greater than max_lora_rank 16/],
       [['--enable-lora', '--lora-modules', 'test-model=/x'], /already the served model's name/]]) {
       await assert.rejects(startServer(QWEN, args), (e) => message.test(e.message), String(args));
+    }
+    tmp.remove();
+  });
+
+  test('VLLM_ALLOW_RUNTIME_LORA_UPDATING: /v1/load_lora_adapter and /v1/unload_lora_adapter', async () => {
+    const tmp = makeTempDir('xinfer-lora-');
+    const tuned = path.join(tmp.dir, 'tuned'), zero = path.join(tmp.dir, 'zero');
+    writeAdapter(tuned, { seed: 1 });
+    writeAdapter(zero, { seed: 2, zero: true });
+    const off = await startServer(QWEN, ['--enable-lora']);
+    try {
+      const r = await raw(off.baseURL, 'POST', '/v1/load_lora_adapter', { lora_name: 'a', lora_path: tuned });
+      assert.equal(r.status, 404);  // as vLLM: no such route unless allowed
+    } finally {
+      assert.equal((await off.stop()).code, 0);
+    }
+    const srv = await startServer(QWEN, ['--enable-lora', '--lora-modules', `zero=${zero}`],
+      { env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' } });
+    try {
+      const client = srv.client();
+      const complete = (model) => client.completions.create({
+        model, prompt: 'The capital of China is', max_tokens: 6, temperature: 0, logprobs: 1 });
+      await assert.rejects(complete('tuned'), (e) => e.status === 404);
+      let r = await raw(srv.baseURL, 'POST', '/v1/load_lora_adapter', { lora_name: 'tuned', lora_path: tuned });
+      assert.equal(r.status, 200);
+      assert.equal(r.text, "Success: LoRA adapter 'tuned' added successfully.");
+      assert.deepEqual((await client.models.list()).data.map((m) => m.id), ['test-model', 'zero', 'tuned']);
+      const first = await complete('tuned');
+      assert.notDeepEqual(first.choices[0].logprobs.token_logprobs,
+        (await complete('test-model')).choices[0].logprobs.token_logprobs);
+      for (const [body, status, message] of [
+        [{ lora_name: 'tuned', lora_path: tuned }, 400, /has already been loaded/],
+        [{ lora_name: 'test-model', lora_path: tuned }, 400, /has already been loaded/],
+        [{ lora_name: 'x' }, 400, /Both 'lora_name' and 'lora_path' must be provided/],
+        [{ lora_name: 'x', lora_path: path.join(tmp.dir, 'nowhere') }, 404, /does not exist/],
+        [{ lora_name: 'x', lora_path: srv.baseURL }, 404, /does not exist/]]) {
+        r = await raw(srv.baseURL, 'POST', '/v1/load_lora_adapter', body);
+        assert.equal(r.status, status, JSON.stringify(body));
+        assert.match(r.json.error.message, message);
+      }
+      // A failed load leaves the name free.
+      r = await raw(srv.baseURL, 'POST', '/v1/load_lora_adapter', { lora_name: 'x', lora_path: zero });
+      assert.equal(r.status, 200);
+      // Unloading while a request runs with it: the request finishes with the adapter, new ones 404.
+      const long = client.completions.create({ model: 'tuned', prompt: 'The capital of China is',
+        max_tokens: 200, temperature: 0, ignore_eos: true, logprobs: 1 });
+      await sleep(200);
+      r = await raw(srv.baseURL, 'POST', '/v1/unload_lora_adapter', { lora_name: 'tuned' });
+      assert.equal(r.status, 200);
+      assert.equal(r.text, "Success: LoRA adapter 'tuned' removed successfully.");
+      const done = await long;
+      assert.equal(done.choices[0].logprobs.token_logprobs.length, 200);
+      assert.deepEqual(done.choices[0].logprobs.token_logprobs.slice(0, 6), first.choices[0].logprobs.token_logprobs);
+      await assert.rejects(complete('tuned'), (e) => e.status === 404);
+      r = await raw(srv.baseURL, 'POST', '/v1/unload_lora_adapter', { lora_name: 'tuned' });
+      assert.equal(r.status, 404);
+      assert.match(r.json.error.message, /The lora adapter 'tuned' cannot be found/);
+      r = await raw(srv.baseURL, 'POST', '/v1/unload_lora_adapter', {});
+      assert.equal(r.status, 400);
+      // The same name loads again (another adapter this time).
+      r = await raw(srv.baseURL, 'POST', '/v1/load_lora_adapter', { lora_name: 'tuned', lora_path: zero });
+      assert.equal(r.status, 200);
+      assert.deepEqual((await complete('tuned')).choices[0].logprobs.token_logprobs,
+        (await complete('test-model')).choices[0].logprobs.token_logprobs);
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
     }
     tmp.remove();
   });

@@ -6,11 +6,15 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
 
 #include "base/cpu_topology.h"
 
@@ -346,6 +350,53 @@ TEST(AsyncEngineTest, DataParallelReplicasShareRequestsAndGiveOneEnginesTokens) 
     EXPECT_EQ(st.num_active_requests, 0);
     EXPECT_EQ(st.metrics.request_success.at("length"), 6);
   }
+}
+
+// RunOnEngines: the call runs once on each replica's engine thread, `done` once with the first
+// error; after Shutdown it is Unavailable at once.
+TEST(AsyncEngineTest, RunOnEnginesCallsEveryReplicaOnceAndReportsTheFirstError) {
+  REQUIRE_STORIES();
+  auto ae = AsyncEngine::Create(MakeReplicas(2, "nobind"), {});
+  ASSERT_TRUE(ae.ok()) << ae.status().ToString();
+  struct Outcome {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<int> ranks;
+    std::optional<Status> done;
+    int done_calls = 0;
+  };
+  auto run = [&](bool fail_rank1) {
+    auto o = std::make_shared<Outcome>();
+    (*ae)->RunOnEngines(
+        [o, fail_rank1](LLMEngine& e) {
+          std::lock_guard<std::mutex> l(o->mu);
+          o->ranks.push_back(e.data_parallel_rank());
+          return fail_rank1 && e.data_parallel_rank() == 1 ? InvalidArgument("rank 1 says no")
+                                                           : Status::Ok();
+        },
+        [o](Status s) {
+          std::lock_guard<std::mutex> l(o->mu);
+          o->done = s;
+          ++o->done_calls;
+          o->cv.notify_all();
+        });
+    std::unique_lock<std::mutex> l(o->mu);
+    EXPECT_TRUE(o->cv.wait_for(l, std::chrono::seconds(30), [&] { return o->done.has_value(); }));
+    std::sort(o->ranks.begin(), o->ranks.end());
+    return o;
+  };
+  auto ok = run(false);
+  EXPECT_EQ(ok->ranks, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(ok->done->ok());
+  auto failed = run(true);
+  EXPECT_EQ(failed->ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(failed->done->message(), "rank 1 says no");
+  EXPECT_EQ(failed->done_calls, 1);
+  (*ae)->Shutdown(std::chrono::milliseconds(1000));
+  std::optional<Status> after;
+  (*ae)->RunOnEngines([](LLMEngine&) { return Status::Ok(); }, [&](Status s) { after = s; });
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->code(), StatusCode::kUnavailable);
 }
 
 TEST(AsyncEngineTest, DataParallelCancelAndShutdownReachTheReplicaThatHoldsTheRequest) {

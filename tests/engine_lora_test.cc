@@ -25,10 +25,7 @@ EngineConfig LoraEngineConfig(const std::string& model) {
 }
 
 SamplingParams GreedyWithLogprobs(int max_tokens) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
+  SamplingParams p = testing::Greedy(max_tokens);
   p.logprobs = 0;
   return p;
 }

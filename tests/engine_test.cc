@@ -15,6 +15,7 @@ namespace xinfer {
 namespace {
 
 using testing::Completed;
+using testing::Greedy;
 using testing::RunToCompletion;
 
 EngineConfig BaseConfig(const std::string& model) {
@@ -41,14 +42,6 @@ std::vector<std::vector<int32_t>> RandomPrompts(int count, int min_len, int max_
     for (auto& t : p) t = tok(rng);
   }
   return prompts;
-}
-
-SamplingParams Greedy(int max_tokens) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  return p;
 }
 
 struct InvarianceCase {

@@ -4,6 +4,14 @@
 
 namespace xinfer::testing {
 
+SamplingParams Greedy(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
 std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_steps) {
   std::map<std::string, Completed> done;
   for (int step = 0; step < max_steps && engine.HasUnfinishedRequests(); ++step) {

@@ -25,6 +25,9 @@ struct Completed {
   std::vector<float> probs;
 };
 
+// Greedy sampling of max_tokens tokens, EOS ignored.
+SamplingParams Greedy(int max_tokens);
+
 // Steps `engine` until it is idle; returns every choice's accumulated output keyed by
 // "<request id>/<index>". Fails the test (returns what it has) on an engine error.
 std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_steps = 100000);

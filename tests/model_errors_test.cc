@@ -208,26 +208,31 @@ TEST(GgufModelErrorsTest, NonPositiveRopeBaseOrEpsilonIsALoadError) {
   }
 }
 
+// The config GgufModelConfig reads from a file of `arch` holding these integer keys (-1: left
+// out), an epsilon, a token_embd of [16, 8] and, unless 0, expert_weights_scale.
+StatusOr<ModelConfig> MoeKeysConfig(const std::map<std::string, int64_t>& ints,
+                                    const std::string& arch, float weights_scale = 0) {
+  GgufWriter w;
+  w.SetString("general.architecture", arch);
+  for (const auto& [k, v] : ints)
+    if (v >= 0) w.SetU32(arch + "." + k, static_cast<uint32_t>(v));
+  w.SetF32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
+  if (weights_scale != 0) w.SetF32(arch + ".expert_weights_scale", weights_scale);
+  w.AddTensor("token_embd.weight", ggml::kF32, {8, 16}, std::string(8 * 16 * 4, '\0'));
+  const std::string path = ::testing::TempDir() + "/moe_keys.gguf";
+  EXPECT_TRUE(w.WriteFile(path).ok());
+  auto f = GgufFile::Open(path);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  auto c = GgufModelConfig(**f);
+  fs::remove(path);
+  return c;
+}
+
 // qwen3moe's expert keys, read as llama.cpp reads them; what our decoder cannot compute (shared
 // experts, another gating function) or a count that makes no sense is a load error naming the key.
 TEST(GgufModelErrorsTest, Qwen3MoeExpertKeys) {
   auto config = [](const std::map<std::string, int64_t>& ints, const std::string& arch = "qwen3moe",
-                   float weights_scale = 0) {
-    GgufWriter w;
-    w.SetString("general.architecture", arch);
-    for (const auto& [k, v] : ints)
-      if (v >= 0) w.SetU32(arch + "." + k, static_cast<uint32_t>(v));
-    w.SetF32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
-    if (weights_scale != 0) w.SetF32(arch + ".expert_weights_scale", weights_scale);
-    w.AddTensor("token_embd.weight", ggml::kF32, {8, 16}, std::string(8 * 16 * 4, '\0'));
-    const std::string path = ::testing::TempDir() + "/moe_keys.gguf";
-    EXPECT_TRUE(w.WriteFile(path).ok());
-    auto f = GgufFile::Open(path);
-    EXPECT_TRUE(f.ok()) << f.status().ToString();
-    auto c = GgufModelConfig(**f);
-    fs::remove(path);
-    return c;
-  };
+                   float weights_scale = 0) { return MoeKeysConfig(ints, arch, weights_scale); };
   std::map<std::string, int64_t> ints = {
       {"embedding_length", 8},           {"feed_forward_length", 48}, {"block_count", 1},
       {"attention.head_count", 2},       {"expert_count", 8},         {"expert_used_count", 2},
@@ -282,19 +287,7 @@ TEST(GgufModelErrorsTest, Qwen3MoeExpertKeys) {
 // expert_shared_feed_forward_length, else feed_forward_length (llama.cpp's loader).
 TEST(GgufModelErrorsTest, Qwen2MoeSharedExpertKeys) {
   auto config = [](const std::map<std::string, int64_t>& ints) {
-    GgufWriter w;
-    w.SetString("general.architecture", "qwen2moe");
-    for (const auto& [k, v] : ints)
-      if (v >= 0) w.SetU32("qwen2moe." + k, static_cast<uint32_t>(v));
-    w.SetF32("qwen2moe.attention.layer_norm_rms_epsilon", 1e-6f);
-    w.AddTensor("token_embd.weight", ggml::kF32, {8, 16}, std::string(8 * 16 * 4, '\0'));
-    const std::string path = ::testing::TempDir() + "/qwen2moe_keys.gguf";
-    EXPECT_TRUE(w.WriteFile(path).ok());
-    auto f = GgufFile::Open(path);
-    EXPECT_TRUE(f.ok()) << f.status().ToString();
-    auto c = GgufModelConfig(**f);
-    fs::remove(path);
-    return c;
+    return MoeKeysConfig(ints, "qwen2moe");
   };
   std::map<std::string, int64_t> ints = {{"embedding_length", 8},
                                          {"feed_forward_length", 48},

@@ -72,6 +72,7 @@ Status Scheduler::AddRequest(NewRequest request) {
   r->priority = request.priority;
   r->extra_key = request.extra_key;
   r->lora_id = request.lora_id;
+  if (r->lora_id != 0) had_lora_requests_ = true;
   r->prompt_logits = request.prompt_logits;
   r->arrival = next_arrival_++;
   r->status = RequestStatus::kWaiting;
@@ -309,6 +310,7 @@ SchedulerStats Scheduler::stats() const {
   s.kv_cache_usage = kv_.usage();
   s.num_free_blocks = kv_.num_free_blocks();
   s.num_blocks = kv_.num_blocks();
+  if (!had_lora_requests_) return s;  // the engine reads stats every step: skip the scans
   std::set<int32_t> running, waiting;
   for (const Request* r : running_)
     if (r->lora_id != 0) running.insert(r->lora_id);

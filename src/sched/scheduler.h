@@ -136,6 +136,7 @@ class Scheduler {
   std::vector<Request*> running_;                                     // RUNNING, sorted by Order
   std::vector<RequestId> finished_since_last_step_;
   uint64_t next_arrival_ = 0;
+  bool had_lora_requests_ = false;  // some request ever named a LoRA adapter (stats() scans)
   uint64_t next_step_id_ = 1;
   uint64_t pending_step_id_ = 0;  // non-empty step awaiting Update(); 0 when none
   int64_t num_preemptions_ = 0;

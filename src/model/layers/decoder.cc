@@ -73,11 +73,6 @@ class DecoderLM : public CausalLM {
     const Ops::PagedAttentionBatch paged{batch.query_start, batch.positions, batch.block_tables,
                                          batch.max_blocks_per_seq, cache.block_size};
     GroupLoraRows(batch);
-    // 2-D views of q / k / v for the LoRA deltas (no copy).
-    const int64_t q_out = shard_.q_heads * config_.head_dim,
-                  kv_out = shard_.kv_heads * config_.head_dim;
-    Tensor q2 = q.Reshaped({t, q_out}), k2 = k.Reshaped({t, kv_out}), v2 = v.Reshaped({t, kv_out});
-    Tensor attn2 = attn.Reshaped({t, q_out});
 
     Embed(batch.token_ids, x);
     for (int l = 0; l < config_.num_hidden_layers; ++l) {
@@ -88,6 +83,9 @@ class DecoderLM : public CausalLM {
                                     {&lw.v_proj, OrNull(lw.v_bias), &v}};
       ops.LinearMany(normed, qkv);
       if (num_lora_groups_ > 0) {
+        // 2-D views of q / k / v (no copy; made only on a LoRA step: a Shape allocates).
+        Tensor q2 = q.Reshaped({t, q.dim(1) * q.dim(2)}), k2 = k.Reshaped({t, k.dim(1) * k.dim(2)}),
+               v2 = v.Reshaped({t, v.dim(1) * v.dim(2)});
         const LoraOut outs[] = {{kLoraQ, &q2}, {kLoraK, &k2}, {kLoraV, &v2}};
         ApplyLora(ops, normed, l, outs);
       }
@@ -102,7 +100,7 @@ class DecoderLM : public CausalLM {
       ops.Linear(attn, lw.o_proj, OrNull(lw.o_bias), proj);
       if (num_lora_groups_ > 0) {
         const LoraOut outs[] = {{kLoraO, &proj}};
-        ApplyLora(ops, attn2, l, outs);
+        ApplyLora(ops, attn.Reshaped({t, attn.dim(1) * attn.dim(2)}), l, outs);
       }
       AllReduce(proj);
       ops.Add(x, proj, x);

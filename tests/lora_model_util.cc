@@ -27,15 +27,13 @@ std::vector<float> AsF32(const Tensor& t) {
   return v;
 }
 
-// Writes named F32 / BF16 tensors as dir/file.
-void Write(const fs::path& dir, const std::string& file, DType dtype,
+// Writes named F32 / BF16 tensors as dir/<base_name>.safetensors.
+void Write(const fs::path& dir, const std::string& base_name, DType dtype,
            const std::map<std::string, std::pair<Shape, std::vector<float>>>& tensors) {
   std::vector<TensorSpec> specs;
   for (const auto& [name, t] : tensors) specs.push_back({name, dtype, t.first});
-  const fs::path tmp = dir / "tmp";
-  fs::create_directories(tmp);
   const Status s = WriteSafetensors(
-      tmp.string(), specs,
+      dir.string(), specs,
       [&](const TensorSpec& spec, int64_t first, int64_t count, uint8_t* bytes) {
         const float* src = tensors.at(spec.name).second.data() + first;
         for (int64_t i = 0; i < count; ++i) {
@@ -47,10 +45,8 @@ void Write(const fs::path& dir, const std::string& file, DType dtype,
           }
         }
       },
-      uint64_t{1} << 40);
+      uint64_t{1} << 40, {}, base_name);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  fs::rename(tmp / "model.safetensors", dir / file);
-  fs::remove_all(tmp);
 }
 
 }  // namespace
@@ -119,8 +115,8 @@ LoraFolders WriteLoraAdapter(const std::string& base, const LoraSpec& spec,
       lora["base_model.model." + module + ".lora_B.weight"] = {{rows, r}, std::move(b)};
     }
   }
-  Write(out.adapter, "adapter_model.safetensors", DType::kBF16, lora);
-  Write(out.merged, "model.safetensors", DType::kF32, merged);
+  Write(out.adapter, "adapter_model", DType::kBF16, lora);
+  Write(out.merged, "model", DType::kF32, merged);
   return out;
 }
 

@@ -6,13 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "formats/safetensors_writer.h"
 #include "model/causal_lm.h"
+#include "model/lora.h"
 
 namespace xinfer {
 namespace {
@@ -245,44 +245,37 @@ int RunMakeLora(const MakeLoraOptions& o) {
   auto config = LoadModelConfig(o.model, "");
   if (!config.ok()) return ReportError(config.status());
   const ModelConfig& c = *config;
-  const int64_t h = c.hidden_size, q = static_cast<int64_t>(c.num_attention_heads) * c.head_dim,
-                kv = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim,
-                i = c.intermediate_size;
-  const std::map<std::string, std::pair<int64_t, int64_t>> shapes = {
-      {"q_proj", {q, h}},    {"k_proj", {kv, h}}, {"v_proj", {kv, h}},  {"o_proj", {h, q}},
-      {"gate_proj", {i, h}}, {"up_proj", {i, h}}, {"down_proj", {h, i}}};
+  std::vector<int> targets;
+  for (const std::string& name : o.targets) {
+    int t = 0;
+    while (t < kNumLoraTargets && name != LoraTargetName(t)) ++t;
+    if (t == kNumLoraTargets)
+      return ReportError(InvalidArgument(
+          "--targets: '{}' is not one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+          "down_proj",
+          name));
+    targets.push_back(t);
+  }
   std::vector<TensorSpec> tensors;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    for (const std::string& t : o.targets) {
-      auto shape = shapes.find(t);
-      if (shape == shapes.end())
-        return ReportError(InvalidArgument(
-            "--targets: '{}' is not one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
-            "down_proj",
-            t));
-      const bool mlp = t == "gate_proj" || t == "up_proj" || t == "down_proj";
-      if (mlp && c.IsSparseLayer(l)) continue;  // a mixture-of-experts layer has no dense MLP
-      const std::string name =
-          fmt::format("base_model.model.model.layers.{}.{}.{}", l, mlp ? "mlp" : "self_attn", t);
-      const auto [out, in] = shape->second;
+    for (int t : targets) {
+      if (t >= kLoraGate && c.IsSparseLayer(l)) continue;  // a mixture-of-experts layer: no MLP
+      const std::string name = "base_model.model." + LoraModuleName(l, t);
+      const auto [out, in] = LoraTargetShape(c, t);
       tensors.push_back({name + ".lora_A.weight", DType::kBF16, {o.rank, in}});
       tensors.push_back({name + ".lora_B.weight", DType::kBF16, {out, o.rank}});
     }
   }
   std::error_code ec;
-  const fs::path staging = fs::path(o.out) / ".make-lora";
-  fs::create_directories(staging, ec);
+  fs::create_directories(o.out, ec);
   if (ec) return ReportError(InvalidArgument("cannot create {}: {}", o.out, ec.message()));
   const uint64_t seed = o.seed;
-  Status s = WriteSafetensors(staging.string(), tensors,
-                              [seed](const TensorSpec& t, int64_t first, int64_t count,
-                                     uint8_t* out) { Fill(t, first, count, out, seed); },
-                              uint64_t{1} << 40, {{"format", "pt"}});
-  if (s.ok()) {
-    fs::rename(staging / "model.safetensors", fs::path(o.out) / "adapter_model.safetensors", ec);
-    if (ec) s = InvalidArgument("cannot write {}: {}", o.out, ec.message());
-  }
-  fs::remove_all(staging, ec);
+  Status s = WriteSafetensors(
+      o.out, tensors,
+      [seed](const TensorSpec& t, int64_t first, int64_t count, uint8_t* out) {
+        Fill(t, first, count, out, seed);
+      },
+      uint64_t{1} << 40, {{"format", "pt"}}, "adapter_model");
   if (!s.ok()) return ReportError(s);
   ordered_json adapter = {{"peft_type", "LORA"},
                           {"base_model_name_or_path", o.model},

@@ -53,7 +53,8 @@ Status WriteOneFile(const std::string& path, const std::vector<const TensorSpec*
 
 Status WriteSafetensors(const std::string& dir, const std::vector<TensorSpec>& tensors,
                         const TensorFiller& fill, uint64_t max_shard_bytes,
-                        const std::map<std::string, std::string>& metadata) {
+                        const std::map<std::string, std::string>& metadata,
+                        const std::string& base_name) {
   std::vector<std::vector<const TensorSpec*>> shards(1);
   uint64_t shard_bytes = 0;
   for (const TensorSpec& t : tensors) {
@@ -64,20 +65,23 @@ Status WriteSafetensors(const std::string& dir, const std::vector<TensorSpec>& t
     shards.back().push_back(&t);
     shard_bytes += Bytes(t);
   }
-  if (shards.size() == 1) return WriteOneFile(dir + "/model.safetensors", shards[0], fill, metadata);
+  if (shards.size() == 1)
+    return WriteOneFile(dir + "/" + base_name + ".safetensors", shards[0], fill, metadata);
   ordered_json weight_map = ordered_json::object();
   uint64_t total = 0;
   for (size_t i = 0; i < shards.size(); ++i) {
-    std::string name = fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, shards.size());
+    std::string name =
+        fmt::format("{}-{:05d}-of-{:05d}.safetensors", base_name, i + 1, shards.size());
     XI_RETURN_IF_ERROR(WriteOneFile(dir + "/" + name, shards[i], fill, metadata));
     for (const TensorSpec* t : shards[i]) {
       weight_map[t->name] = name;
       total += Bytes(*t);
     }
   }
-  std::ofstream idx(dir + "/model.safetensors.index.json");
+  const std::string index = dir + "/" + base_name + ".safetensors.index.json";
+  std::ofstream idx(index);
   idx << ordered_json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}.dump(2);
-  if (!idx) return InvalidArgument("cannot write {}/model.safetensors.index.json", dir);
+  if (!idx) return InvalidArgument("cannot write {}", index);
   return Status::Ok();
 }
 

@@ -26,10 +26,12 @@ struct TensorSpec {
 using TensorFiller =
     std::function<void(const TensorSpec&, int64_t first_element, int64_t count, uint8_t* out)>;
 
-// Writes `tensors` into `dir`: one `model.safetensors` when they fit `max_shard_bytes`, else
-// `model-0000i-of-0000n.safetensors` shards plus `model.safetensors.index.json`.
+// Writes `tensors` into `dir`: one `<base_name>.safetensors` when they fit `max_shard_bytes`, else
+// `<base_name>-0000i-of-0000n.safetensors` shards plus `<base_name>.safetensors.index.json`
+// (base_name "model" for a model, "adapter_model" for a PEFT adapter).
 Status WriteSafetensors(const std::string& dir, const std::vector<TensorSpec>& tensors,
                         const TensorFiller& fill, uint64_t max_shard_bytes,
-                        const std::map<std::string, std::string>& metadata = {});
+                        const std::map<std::string, std::string>& metadata = {},
+                        const std::string& base_name = "model");
 
 }  // namespace xinfer

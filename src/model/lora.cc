@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -17,14 +18,6 @@ using nlohmann::json;
 
 constexpr const char* kTargetNames[kNumLoraTargets] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                                        "gate_proj", "up_proj", "down_proj"};
-
-// [out, in] of each target's base weight.
-std::array<std::array<int64_t, 2>, kNumLoraTargets> TargetShapes(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, q = static_cast<int64_t>(c.num_attention_heads) * c.head_dim,
-                kv = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim,
-                i = c.intermediate_size;
-  return {{{q, h}, {kv, h}, {kv, h}, {h, q}, {i, h}, {i, h}, {h, i}}};
-}
 
 struct AdapterSettings {
   int rank = 0;
@@ -76,31 +69,24 @@ struct ParsedName {
   int target = -1;
   bool is_a = false;
 };
-std::optional<ParsedName> ParseTensorName(std::string name) {
-  for (const char* prefix : {"base_model.model.", ""}) {
-    if (!name.starts_with(prefix)) continue;
-    std::string rest = name.substr(std::string(prefix).size());
-    if (!rest.starts_with("model.layers.")) return std::nullopt;
-    rest = rest.substr(13);
-    size_t dot = rest.find('.');
-    if (dot == std::string::npos || dot == 0 || dot > 6) return std::nullopt;
-    ParsedName p;
-    for (size_t i = 0; i < dot; ++i)
-      if (!std::isdigit(static_cast<unsigned char>(rest[i]))) return std::nullopt;
-    p.layer = std::stoi(rest.substr(0, dot));
-    rest = rest.substr(dot + 1);
-    for (int t = 0; t < kNumLoraTargets; ++t) {
-      const std::string module =
-          std::string(t < kLoraGate ? "self_attn." : "mlp.") + kTargetNames[t];
-      for (const char* half : {".lora_A.weight", ".lora_B.weight"}) {
-        if (rest == module + half) {
-          p.target = t;
-          p.is_a = std::string(half) == ".lora_A.weight";
-          return p;
-        }
+std::optional<ParsedName> ParseTensorName(const std::string& name) {
+  const std::string peft = "base_model.model.";
+  const std::string module = name.starts_with(peft) ? name.substr(peft.size()) : name;
+  if (!module.starts_with("model.layers.")) return std::nullopt;
+  const std::string digits = module.substr(13, module.find('.', 13) - 13);
+  if (digits.empty() || digits.size() > 6 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  ParsedName p;
+  p.layer = std::stoi(digits);
+  for (int t = 0; t < kNumLoraTargets; ++t) {
+    for (const bool is_a : {true, false}) {
+      if (module == LoraModuleName(p.layer, t) + (is_a ? ".lora_A.weight" : ".lora_B.weight")) {
+        p.target = t;
+        p.is_a = is_a;
+        return p;
       }
     }
-    return std::nullopt;
   }
   return std::nullopt;
 }
@@ -108,6 +94,20 @@ std::optional<ParsedName> ParseTensorName(std::string name) {
 }  // namespace
 
 const char* LoraTargetName(int target) { return kTargetNames[target]; }
+
+std::string LoraModuleName(int layer, int target) {
+  return fmt::format("model.layers.{}.{}.{}", layer, target < kLoraGate ? "self_attn" : "mlp",
+                     kTargetNames[target]);
+}
+
+std::array<int64_t, 2> LoraTargetShape(const ModelConfig& c, int target) {
+  const int64_t h = c.hidden_size, q = static_cast<int64_t>(c.num_attention_heads) * c.head_dim,
+                kv = static_cast<int64_t>(c.num_key_value_heads) * c.head_dim,
+                i = c.intermediate_size;
+  const std::array<int64_t, 2> shapes[kNumLoraTargets] = {{q, h}, {kv, h}, {kv, h}, {h, q},
+                                                          {i, h}, {i, h},  {h, i}};
+  return shapes[target];
+}
 
 StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& dir,
                                                              const ModelConfig& config,
@@ -132,7 +132,6 @@ StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& 
   adapter->path = dir;
   adapter->rank = settings.rank;
   adapter->layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  const auto shapes = TargetShapes(config);
   std::vector<Backend::WeightToPlace> to_place;
   for (const auto& [name, info] : file->tensors()) {
     const std::optional<ParsedName> p = ParseTensorName(name);
@@ -149,7 +148,7 @@ StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& 
           "{}: tensor '{}' adapts an MLP of a mixture-of-experts layer, which has "
           "none (expert adapters are not supported)",
           weights_path, name);
-    const auto [out, in] = shapes[p->target];
+    const auto [out, in] = LoraTargetShape(config, p->target);
     const Shape want = p->is_a ? Shape{settings.rank, in} : Shape{out, settings.rank};
     if (info.shape != want)
       return InvalidArgument("{}: tensor '{}' is {}, expected {} (r = {})", weights_path, name,

@@ -24,6 +24,11 @@ namespace xinfer {
 enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraGate, kLoraUp, kLoraDown, kNumLoraTargets };
 // "q_proj", "k_proj", ..., "down_proj".
 const char* LoraTargetName(int target);
+// "model.layers.<layer>.self_attn.q_proj", ..., ".mlp.down_proj": the module PEFT names (after
+// its "base_model.model." prefix).
+std::string LoraModuleName(int layer, int target);
+// [out, in] of the target's base weight in a model of `config` (its A is [r, in], its B [out, r]).
+std::array<int64_t, 2> LoraTargetShape(const ModelConfig& config, int target);
 
 // One targeted projection: a [r, in] and b [out, r] with the scale folded into b. Both empty when
 // the adapter leaves the projection alone.

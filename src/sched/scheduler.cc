@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sched/ngram_proposer.h"
 
 namespace xinfer {
 namespace {
@@ -116,6 +117,9 @@ SchedulerOutput Scheduler::Schedule() {
   // 2. New or preempted requests, unless this step had to preempt (avoids thrashing).
   if (out.preempted_request_ids.empty()) AdmitWaiting(out, budget);
 
+  // 3. Draft tokens for the decodes, in the budget that is left.
+  if (config_.num_speculative_tokens > 0) AddDrafts(out, budget);
+
   out.total_num_tokens = config_.max_num_batched_tokens - budget;
   if (!out.empty()) pending_step_id_ = out.step_id;
   return out;
@@ -207,6 +211,36 @@ int Scheduler::PromptLogitsCap(const Request& r) const {
   return prompt_logits_left_;
 }
 
+void Scheduler::AddDrafts(SchedulerOutput& out, int& budget) {
+  if (config_.speculative_disable_by_batch_size > 0 &&
+      num_running() > config_.speculative_disable_by_batch_size)
+    return;
+  std::vector<TokenId> drafts;
+  for (ScheduledSequence& s : out.scheduled) {
+    if (budget == 0) break;
+    if (s.is_prefill) continue;  // a plain decode: one generated token, all before it computed
+    Request* r = requests_.at(s.request_id).get();
+    // Each kept draft, and the token sampled after them, is an output token.
+    const int room = std::min({config_.num_speculative_tokens, budget,
+                               r->max_tokens - r->num_output_tokens() - 1,
+                               config_.max_model_len - r->num_tokens() - 1});
+    if (room <= 0) continue;
+    ProposeNgramDrafts(r->token_ids, config_.prompt_lookup_min, config_.prompt_lookup_max, room,
+                       drafts);
+    if (drafts.empty()) continue;
+    const int k = static_cast<int>(drafts.size());
+    std::optional<std::vector<BlockId>> blocks =
+        kv_.AllocateSlots(r->id, r->num_computed_tokens, s.num_new_tokens + k);
+    if (!blocks) continue;  // drafts are not worth a preemption
+    s.new_block_ids.insert(s.new_block_ids.end(), blocks->begin(), blocks->end());
+    s.block_table = kv_.block_table(r->id);
+    s.num_new_tokens += k;
+    s.token_ids.insert(s.token_ids.end(), drafts.begin(), drafts.end());
+    s.spec_token_ids = drafts;
+    budget -= k;
+  }
+}
+
 void Scheduler::AppendScheduled(Request* r, int num_new_tokens, std::vector<BlockId> new_blocks,
                                 bool newly_admitted, SchedulerOutput& out) {
   ScheduledSequence s;
@@ -250,7 +284,15 @@ std::vector<FinishedRequest> Scheduler::Update(const SchedulerOutput& output,
     XI_CHECK_MSG(!res.stop || s.needs_sampling, "stop set for a sequence that did not sample");
     Request* r = it->second.get();
     XI_CHECK(r->num_computed_tokens == s.start_position);
-    r->num_computed_tokens += s.num_new_tokens;
+    const int k = static_cast<int>(s.spec_token_ids.size());
+    XI_CHECK_MSG(res.num_accepted_drafts >= 0 && res.num_accepted_drafts <= k,
+                 "num_accepted_drafts must be within the sequence's draft tokens");
+    // The rejected drafts' positions were computed but hold K/V of tokens that are not the
+    // request's: they are computed again (their slots overwritten) next step.
+    const int accepted = res.num_accepted_drafts;
+    r->num_computed_tokens += s.num_new_tokens - (k - accepted);
+    r->token_ids.insert(r->token_ids.end(), s.spec_token_ids.begin(),
+                        s.spec_token_ids.begin() + accepted);
     kv_.CacheFullBlocks(r->id, r->token_ids, r->num_computed_tokens);
     if (!s.needs_sampling) continue;
     r->token_ids.push_back(*res.sampled_token);

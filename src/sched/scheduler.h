@@ -23,6 +23,9 @@
 //      without it the whole prompt must fit. Admission stops at the first request that does not
 //      fit (no overtaking: under FCFS a request that fits the cache is never starved by later
 //      arrivals; under the priority policy only by a steady stream of higher priorities).
+//   3. Speculative decoding (SchedulerConfig::num_speculative_tokens): the budget left over goes
+//      to draft tokens of the decodes (ScheduledSequence::spec_token_ids), in order; they never
+//      preempt anyone. Update() keeps the drafts the engine accepted and drops the rest.
 // Blocks are prefix-cached in Update(), after their KV has been written.
 //
 // Who decides "finished": the engine's stop checker (SequenceResult::stop) for EOS/stop
@@ -121,6 +124,10 @@ class Scheduler {
   // has left while r has prompt positions to compute; no limit otherwise).
   int PromptLogitsCap(const Request& r) const;
   bool ScheduleRunning(Request* r, SchedulerOutput& out, int& budget);
+  // Speculative decoding: the step's decodes get their draft tokens, in order, from the budget
+  // left once everything else is scheduled, cut to what each request may still generate; a
+  // decode whose drafts would need a block that is not free runs without them.
+  void AddDrafts(SchedulerOutput& out, int& budget);
   void Preempt(Request* victim, SchedulerOutput& out, int& budget);
   void AdmitWaiting(SchedulerOutput& out, int& budget);
   void AppendScheduled(Request* r, int num_new_tokens, std::vector<BlockId> new_blocks,

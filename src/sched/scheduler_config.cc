@@ -26,6 +26,15 @@ Status SchedulerConfig::Validate() const {
   if (max_prompt_logits_per_step < 1)
     return InvalidArgument("max_prompt_logits_per_step must be >= 1, got {}",
                            max_prompt_logits_per_step);
+  if (num_speculative_tokens < 0)
+    return InvalidArgument("num_speculative_tokens must be >= 0, got {}", num_speculative_tokens);
+  if (num_speculative_tokens > 0 &&
+      (prompt_lookup_min < 1 || prompt_lookup_max < prompt_lookup_min))
+    return InvalidArgument("prompt_lookup_min ({}) must be >= 1 and <= prompt_lookup_max ({})",
+                           prompt_lookup_min, prompt_lookup_max);
+  if (speculative_disable_by_batch_size < 0)
+    return InvalidArgument("speculative_disable_by_batch_size must be >= 0, got {}",
+                           speculative_disable_by_batch_size);
   if (max_num_batched_tokens < max_num_seqs) {
     return InvalidArgument(
         "max_num_batched_tokens ({}) must be >= max_num_seqs ({}) so every running sequence can "

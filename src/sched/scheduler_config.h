@@ -36,6 +36,19 @@ struct SchedulerConfig {
   // may use at once; a waiting request whose adapter would exceed it is passed over (others
   // behind it are admitted) until one finishes. 0: no limit.
   int max_loras = 0;
+  // Speculative decoding (vLLM's --speculative-config, method "ngram"): a decode also runs up to
+  // num_speculative_tokens draft tokens, proposed by ProposeNgramDrafts (sched/ngram_proposer.h)
+  // over the request's tokens with n-grams of prompt_lookup_min..prompt_lookup_max tokens; the
+  // engine keeps the drafts its sampler draws again (SequenceResult::num_accepted_drafts). Drafts
+  // take the step's token budget that the decodes, prefill chunks and admissions left, and never
+  // run past max_tokens or max_model_len. 0: off.
+  int num_speculative_tokens = 0;
+  int prompt_lookup_min = 1;
+  int prompt_lookup_max = 1;
+  // vLLM's disable_by_batch_size: no drafts while more requests than this run (a large batch's
+  // decode is bound by compute, not by reading the weights, so drafts would cost what they
+  // save). 0: no limit.
+  int speculative_disable_by_batch_size = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
 
   Status Validate() const;

@@ -32,6 +32,11 @@ struct ScheduledSequence {
   // state; start_position may be > 0 on a prefix-cache hit.
   bool newly_admitted = false;
   int32_t lora_id = 0;  // the request's LoRA adapter (NewRequest::lora_id); 0: none
+  // Speculative decoding (SchedulerConfig::num_speculative_tokens): draft tokens guessed to follow
+  // the request's last token, run after it as the last spec_token_ids.size() of token_ids (also
+  // counted in num_new_tokens). Such a sequence needs sampling at its last real position and at
+  // each draft's: the runner gives it 1 + spec_token_ids.size() logits rows.
+  std::vector<TokenId> spec_token_ids;
   // The whole block table after this step's allocation (covers start_position +
   // num_new_tokens tokens); slot of position p = SlotForPosition(block_table, p, block_size).
   std::vector<BlockId> block_table;
@@ -58,6 +63,10 @@ struct SequenceResult {
   // The engine's stop checker decided the request is done after this token (EOS, stop token,
   // stop string). max_tokens / max_model_len are enforced by the scheduler itself.
   bool stop = false;
+  // Speculative decoding: how many of the sequence's spec_token_ids, from the first, were drawn
+  // again by its sampler and are kept; sampled_token follows them (it is the token drawn at the
+  // first draft that was not, or after the last). stop applies to sampled_token.
+  int num_accepted_drafts = 0;
 };
 
 // A request that left the scheduler in Update() (stop or length).

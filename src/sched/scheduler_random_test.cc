@@ -72,7 +72,7 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
   std::vector<uint64_t> fake_kv(static_cast<size_t>(cfg.num_blocks) * cfg.block_size, 0);
   std::map<RequestId, Shadow> live;
   std::set<RequestId> finished_ok, aborted;
-  int64_t accepted = 0, rejected = 0, preemptions_seen = 0, next_id = 0;
+  int64_t accepted = 0, rejected = 0, preemptions_seen = 0, next_id = 0, drafts_seen = 0;
   const int bs = cfg.block_size;
   const bool by_priority = cfg.policy == SchedulingPolicy::kPriority;
   auto key = [&](const Request* r) {
@@ -159,17 +159,29 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
       const Shadow& sh = live.at(seq.request_id);
       ASSERT_EQ(seq.start_position, r->num_computed_tokens);
       const int end = seq.start_position + seq.num_new_tokens;
-      ASSERT_LE(end, static_cast<int>(sh.tokens.size()));
-      ASSERT_EQ(seq.token_ids, std::vector<TokenId>(sh.tokens.begin() + seq.start_position,
-                                                    sh.tokens.begin() + end));
-      ASSERT_EQ(seq.needs_sampling, end == static_cast<int>(sh.tokens.size()));
+      // Draft tokens (speculative decoding) follow a decode's token, within max_tokens.
+      const int k = static_cast<int>(seq.spec_token_ids.size());
+      const int real_end = end - k;
+      std::vector<TokenId> inputs(sh.tokens.begin() + seq.start_position,
+                                  sh.tokens.begin() + std::min<int>(real_end, sh.tokens.size()));
+      inputs.insert(inputs.end(), seq.spec_token_ids.begin(), seq.spec_token_ids.end());
+      ASSERT_LE(real_end, static_cast<int>(sh.tokens.size()));
+      ASSERT_EQ(seq.token_ids, inputs);
+      ASSERT_EQ(seq.needs_sampling, real_end == static_cast<int>(sh.tokens.size()));
+      if (k > 0) {
+        ASSERT_LE(k, cfg.num_speculative_tokens);
+        ASSERT_FALSE(seq.is_prefill);
+        ASSERT_EQ(seq.num_new_tokens, k + 1);
+        ASSERT_LE(r->num_output_tokens() + k + 1, r->max_tokens);
+        drafts_seen += k;
+      }
       if (!cfg.enable_chunked_prefill && !r->prompt_logits) {
         ASSERT_TRUE(seq.needs_sampling);
       }
       // Prompt logprobs: the chunk's prompt positions (all but the last prompt token's), none
       // read from the cache.
       const int prompt_rows =
-          std::max(0, std::min(end, r->num_prompt_tokens - 1) - seq.start_position);
+          std::max(0, std::min(real_end, r->num_prompt_tokens - 1) - seq.start_position);
       ASSERT_EQ(seq.num_prompt_logits, r->prompt_logits ? prompt_rows : 0);
       prompt_logits_rows += seq.num_prompt_logits;
       if (r->prompt_logits && seq.newly_admitted) {
@@ -196,7 +208,8 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
       } else {
         last_running = index;
         if (!seq.is_prefill) last_running_decode = index;
-        if (seq.num_new_tokens > 1) first_running_chunk = std::min(first_running_chunk, index);
+        if (real_end - seq.start_position > 1)
+          first_running_chunk = std::min(first_running_chunk, index);
       }
     }
     ASSERT_EQ(sum, out.total_num_tokens);
@@ -227,13 +240,17 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
                   sh.prefix_hash[static_cast<size_t>(p)])
             << "stale KV for " << seq.request_id << " at position " << p;
       }
+      // The drafts' positions hold what their tokens give; those rejected must never be read.
+      Shadow with_drafts = sh;
+      for (TokenId t : seq.spec_token_ids) with_drafts.Append(t);
       for (int p = seq.start_position; p < seq.start_position + seq.num_new_tokens; ++p) {
         fake_kv[static_cast<size_t>(SlotForPosition(seq.block_table, p, bs))] =
-            sh.prefix_hash[static_cast<size_t>(p)];
+            with_drafts.prefix_hash[static_cast<size_t>(p)];
       }
       if (seq.needs_sampling) {
         results[i].sampled_token = uniform(0, 7);  // small vocab: repeated contents
         results[i].stop = chance(tc.stop_prob);
+        results[i].num_accepted_drafts = uniform(0, static_cast<int>(seq.spec_token_ids.size()));
       }
     }
     // Sometimes a request is aborted while its step is executing.
@@ -249,6 +266,8 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
     for (size_t i = 0; i < out.scheduled.size(); ++i) {
       auto it = live.find(out.scheduled[i].request_id);
       if (it == live.end() || !results[i].sampled_token) continue;
+      for (int j = 0; j < results[i].num_accepted_drafts; ++j)
+        it->second.Append(out.scheduled[i].spec_token_ids[static_cast<size_t>(j)]);
       it->second.Append(*results[i].sampled_token);
       it->second.stop_sent = results[i].stop;
     }
@@ -280,6 +299,9 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
   EXPECT_EQ(s.stats().kv_cache_usage, 0.0);
   EXPECT_EQ(s.stats().num_preemptions, preemptions_seen);
   EXPECT_LE(s.stats().prefix_cache_hits, s.stats().prefix_cache_queries);
+  if (cfg.num_speculative_tokens > 0) {
+    EXPECT_GT(drafts_seen, 0);
+  }
   if (cfg.enable_prefix_caching) {
     EXPECT_GT(s.stats().prefix_cache_hits, 0);
   } else {
@@ -291,11 +313,11 @@ TEST_P(SchedulerRandomTest, InvariantsHoldAndEveryRequestFinishes) {
   RecordProperty("preemptions", static_cast<int>(preemptions_seen));
   std::printf(
       "[%s] steps=%d accepted=%lld rejected=%lld aborted=%zu preemptions=%lld "
-      "prefix hits/queries=%lld/%lld\n",
+      "prefix hits/queries=%lld/%lld drafts=%lld\n",
       tc.name.c_str(), step, static_cast<long long>(accepted), static_cast<long long>(rejected),
       aborted.size(), static_cast<long long>(preemptions_seen),
       static_cast<long long>(s.stats().prefix_cache_hits),
-      static_cast<long long>(s.stats().prefix_cache_queries));
+      static_cast<long long>(s.stats().prefix_cache_queries), static_cast<long long>(drafts_seen));
 }
 
 SchedulerConfig Make(int block_size, int num_blocks, int budget, int max_seqs, int max_model_len,
@@ -326,6 +348,17 @@ std::vector<RandomCase> Cases() {
   };
   cases[6].arrival_steps = 800;
   cases[7].arrival_prob = 0.8;
+  // Speculative decoding: drafts from the small vocabulary's repeats, a random number kept.
+  cases.push_back({"spec_tiny_chunked_cached_fcfs", Make(4, 24, 16, 4, 64, true, true, kFcfs), 9});
+  cases.push_back({"spec_roomy_chunked_cached_priority",
+                   Make(16, 400, 512, 32, 256, true, true, kPriority), 10});
+  cases.push_back(
+      {"spec_block1_unchunked_uncached_fcfs", Make(1, 64, 64, 8, 40, false, false, kFcfs), 11});
+  for (size_t i = cases.size() - 3; i < cases.size(); ++i) {
+    cases[i].config.num_speculative_tokens = 3;
+    cases[i].config.prompt_lookup_min = 1;
+    cases[i].config.prompt_lookup_max = 2;
+  }
   return cases;
 }
 

@@ -554,6 +554,31 @@ TEST(CliTest, BenchOfflineSamplesWhenAskedAndRefusesBadSamplingParams) {
   EXPECT_NE(bad.err.find("top_p"), std::string::npos) << bad.err;
 }
 
+// --speculative-config on `generate` and `bench offline`: the same tokens as without, and the
+// bench's counts of drafts kept; a method it cannot run is refused.
+TEST(CliTest, SpeculativeConfigGeneratesTheSameTokensAndBenchCountsDrafts) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  const std::string spec =
+      R"( --speculative-config '{"method": "ngram", "num_speculative_tokens": 3,)"
+      R"( "prompt_lookup_min": 1, "prompt_lookup_max": 2}')";
+  const std::string gen = "generate --model " + Model("tinystories-656k") +
+                          " --prompt-ids 1,80,147,201,282 --max-tokens 40 --temperature 0 --json";
+  RunResult plain = RunXinfer(gen), drafted = RunXinfer(gen + spec);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+  EXPECT_EQ(json::parse(drafted.out)["token_ids"], json::parse(plain.out)["token_ids"]);
+  RunResult bench = RunXinfer("bench offline --model " + Model("tinystories-656k") +
+                              " --input-len 8 --output-len 48 --batch 1 --runs 1 --json" + spec);
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const json j = json::parse(bench.out);
+  EXPECT_GT(j["spec_draft_tokens"].get<int64_t>(), 0);
+  EXPECT_GE(j["spec_draft_tokens"].get<int64_t>(), j["spec_accepted_tokens"].get<int64_t>());
+  EXPECT_GT(j["spec_acceptance"].get<double>(), 0.0);
+  RunResult bad = RunXinfer(gen + R"( --speculative-config '{"method": "medusa"}')");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("method 'medusa' is not supported"), std::string::npos) << bad.err;
+}
+
 TEST(CliTest, ErrorsExitNonZeroWithMessage) {
   RunResult missing = RunXinfer("generate --model /nonexistent/model --prompt hi");
   EXPECT_EQ(missing.exit_code, 1);

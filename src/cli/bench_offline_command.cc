@@ -44,8 +44,9 @@ struct OfflineBenchOptions {
   float temperature = 0;  // 0: greedy
   float top_p = 1;
   int top_k = 0;
-  std::string lora_path;     // a LoRA adapter the sequences run with; "" for none
-  double lora_fraction = 1;  // of the sequences (the first ones of each batch)
+  std::string lora_path;           // a LoRA adapter the sequences run with; "" for none
+  double lora_fraction = 1;        // of the sequences (the first ones of each batch)
+  std::string speculative_config;  // as serve's --speculative-config; "" for none
 };
 
 SamplingParams BenchSamplingParams(const OfflineBenchOptions& o) {
@@ -137,6 +138,7 @@ int Run(const OfflineBenchOptions& o) {
     cfg.lora_modules = {"bench=" + o.lora_path};
     cfg.max_lora_rank = 1 << 20;  // whatever the adapter's rank
   }
+  cfg.speculative_config = o.speculative_config;
   auto engine = LLMEngine::Create(cfg);
   if (!engine.ok()) return ReportError(engine.status());
   if (Status valid = BenchSamplingParams(o).Validate((*engine)->model_config().vocab_size);
@@ -171,6 +173,12 @@ int Run(const OfflineBenchOptions& o) {
                               BatchedDecodeRoofline(*cost, run_limits, o.batch, decode_ctx, peak));
   }
   const double prefill_med = Median(prefill), decode_med = Median(decode);
+  // Speculative decoding: the drafts kept (of all runs, the warm-up's included).
+  const EngineStats stats = (*engine)->stats();
+  const double acceptance =
+      stats.spec_num_draft_tokens > 0
+          ? static_cast<double>(stats.spec_num_accepted_tokens) / stats.spec_num_draft_tokens
+          : 0;
   const Roofline prefill_roof = ComputeRoofline(*cost, limits, o.input_len / 2.0, peak);
   const Roofline decode_roof = ComputeRoofline(*cost, limits, decode_ctx, peak);
   const double batched_roof = BatchedDecodeRoofline(*cost, limits, o.batch, decode_ctx, peak);
@@ -212,6 +220,9 @@ int Run(const OfflineBenchOptions& o) {
         {"decode_roofline_fraction_paired", decode_frac_paired},
         {"prefill_roofline_tok_s", prefill_roof.prefill_tok_s},
         {"prefill_roofline_fraction", prefill_frac},
+        {"spec_draft_tokens", stats.spec_num_draft_tokens},
+        {"spec_accepted_tokens", stats.spec_num_accepted_tokens},
+        {"spec_acceptance", acceptance},
     };
     fmt::print("{}\n", j.dump(2));
     return 0;
@@ -235,6 +246,13 @@ int Run(const OfflineBenchOptions& o) {
       decode_med, decode_med / o.batch, 100 * decode_frac, batched_roof);
   fmt::print("         {:.0f}% of the roofline at the bandwidth read beside each run (median)\n",
              100 * decode_frac_paired);
+  if (stats.spec_num_draft_tokens > 0)
+    fmt::print(
+        "speculative decoding: {} of {} draft tokens kept ({:.0f}%), {:.2f} per sequence step "
+        "(the roofline counts one token per step)\n",
+        stats.spec_num_accepted_tokens, stats.spec_num_draft_tokens, 100 * acceptance,
+        static_cast<double>(stats.spec_num_accepted_tokens) /
+            std::max<int64_t>(stats.spec_num_drafts, 1));
   return 0;
 }
 
@@ -279,6 +297,8 @@ void AddBenchOfflineCommand(CLI::App& bench, int* exit_code) {
   cmd->add_flag("--json", opts->json, "Print the figures as JSON");
   cmd->add_option("--lora-path", opts->lora_path,
                   "A LoRA adapter folder (PEFT) the sequences run with");
+  cmd->add_option("--speculative-config", opts->speculative_config,
+                  "As serve's: JSON {\"method\": \"ngram\", \"num_speculative_tokens\": K, ...}");
   cmd->add_option("--lora-fraction", opts->lora_fraction,
                   "Share of the sequences that use --lora-path (default 1: all; the rest run "
                   "the base model in the same batches)");

@@ -126,6 +126,11 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                       true);
   AddAcceptedVllmFlag(cmd, "--fully-sharded-loras",
                       "adapters run on one rank (LoRA with tensor parallelism is refused)");
+  cmd->add_option("--speculative-config", c->speculative_config,
+                  "Speculative decoding, JSON {\"method\": \"ngram\", \"num_speculative_tokens\": "
+                  "K, \"prompt_lookup_max\": N, \"prompt_lookup_min\": M}: decodes also run up to "
+                  "K tokens copied from where the last N..M tokens occurred before; the text is "
+                  "what plain decoding gives");
   // vLLM flags that configure what this engine does not have; accepted so that a vLLM command
   // line runs unchanged, each saying why it changes nothing.
   AddAcceptedVllmFlag(cmd, "--swap-space",

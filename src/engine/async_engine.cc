@@ -285,6 +285,13 @@ AsyncEngineStats AsyncEngine::Stats() const {
     sum.generation_tokens += e.generation_tokens;
     sum.computed_tokens += e.computed_tokens;
     sum.num_requests_finished += e.num_requests_finished;
+    sum.spec_num_drafts += e.spec_num_drafts;
+    sum.spec_num_draft_tokens += e.spec_num_draft_tokens;
+    sum.spec_num_accepted_tokens += e.spec_num_accepted_tokens;
+    sum.spec_accepted_per_position.resize(
+        std::max(sum.spec_accepted_per_position.size(), e.spec_accepted_per_position.size()));
+    for (size_t p = 0; p < e.spec_accepted_per_position.size(); ++p)
+      sum.spec_accepted_per_position[p] += e.spec_accepted_per_position[p];
     running_loras.insert(e.running_lora_adapters.begin(), e.running_lora_adapters.end());
     waiting_loras.insert(e.waiting_lora_adapters.begin(), e.waiting_lora_adapters.end());
     s.num_submitted_pending += r->pending_adds;

@@ -10,6 +10,7 @@
 
 #include "base/cpu_topology.h"
 #include "engine/gguf_tokenizer_loader.h"
+#include "engine/speculative_config.h"
 #include "formats/hf_config.h"
 
 namespace xinfer {
@@ -139,6 +140,9 @@ Status EngineConfig::Validate() const {
       return InvalidArgument("--lora-modules names '{}' twice", module.name);
     names.push_back(module.name);
   }
+  XI_ASSIGN_OR_RETURN(const SpeculativeConfig spec, ParseSpeculativeConfig(speculative_config));
+  if (spec.enabled() && task == "embed")
+    return InvalidArgument("--speculative-config is for text generation, not task {}", task);
   if (!quantization.empty() && quantization != "awq" && quantization != "gguf")
     return InvalidArgument("quantization '{}' is not supported (supported: awq, gguf)",
                            quantization);
@@ -214,7 +218,7 @@ std::string EngineConfig::ToString() const {
       "pipeline_parallel_size={} data_parallel_size={} device={} seed={} tokenizer={} "
       "generation_config={} override_generation_config={} max_logprobs={} task={} "
       "pooler_config={} hf_overrides={} enable_lora={} lora_modules={} max_lora_rank={} "
-      "max_loras={}",
+      "max_loras={} speculative_config={}",
       model, block_size, num_gpu_blocks_override, kv_cache_memory, gpu_memory_utilization,
       cpu_memory_budget, max_model_len, max_num_seqs, max_num_batched_tokens,
       enable_chunked_prefill, enable_prefix_caching, scheduling_policy, threads, mmap_weights,
@@ -227,7 +231,7 @@ std::string EngineConfig::ToString() const {
       embeds() || scores() ? task : "generate", pooler_config.empty() ? "default" : pooler_config,
       overrides.empty() ? "none" : overrides, enable_lora,
       lora_modules.empty() ? "none" : fmt::format("{}", fmt::join(lora_modules, " ")),
-      max_lora_rank, max_loras);
+      max_lora_rank, max_loras, speculative_config.empty() ? "none" : speculative_config);
 }
 
 StatusOr<LoraModule> ParseLoraModule(const std::string& text) {

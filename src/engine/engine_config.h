@@ -156,6 +156,10 @@ struct EngineConfig {
   int max_lora_rank = 16;
   int max_loras = 1;
   std::string tokenizer_mode = "auto";
+  // vLLM's --speculative-config: a JSON object, e.g. {"method": "ngram",
+  // "num_speculative_tokens": 4, "prompt_lookup_max": 4} (engine/speculative_config.h); empty:
+  // none. Text generation only.
+  std::string speculative_config;
 
   bool bf16_activations() const { return dtype == "bfloat16"; }
   bool embeds() const { return task == "embed"; }

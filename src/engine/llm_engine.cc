@@ -11,6 +11,7 @@
 #include "base/thread_pool.h"
 #include "engine/gguf_tokenizer_loader.h"
 #include "engine/kv_cache_sizing.h"
+#include "engine/speculative_config.h"
 #include "sampling/logits_processors.h"
 #include "sampling/logprobs.h"
 
@@ -274,6 +275,14 @@ StatusOr<std::unique_ptr<LLMEngine>> LLMEngine::Create(const EngineConfig& confi
   sc.enable_chunked_prefill = c.enable_chunked_prefill;
   sc.enable_prefix_caching = c.enable_prefix_caching;
   sc.max_loras = c.enable_lora ? c.max_loras : 0;
+  XI_ASSIGN_OR_RETURN(const SpeculativeConfig spec, ParseSpeculativeConfig(c.speculative_config));
+  if (spec.enabled() && (c.embeds() || c.scores()))
+    return InvalidArgument("--speculative-config is for text generation, not task {}", c.task);
+  sc.num_speculative_tokens = spec.num_speculative_tokens;
+  sc.prompt_lookup_min = spec.prompt_lookup_min;
+  sc.prompt_lookup_max = spec.prompt_lookup_max;
+  sc.speculative_disable_by_batch_size = spec.disable_by_batch_size;
+  engine->spec_accepted_per_position_.assign(static_cast<size_t>(spec.num_speculative_tokens), 0);
   XI_ASSIGN_OR_RETURN(sc.policy, ParseSchedulingPolicy(c.scheduling_policy));
   XI_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(sc));
   // Embeddings and a classifier's own head read the last hidden state; the rest, logits.
@@ -434,13 +443,32 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     if (runner_->sampling_index()[i] >= 0 && it != choices_.end()) sampled[i] = it->second.get();
   }
   CollectPromptLogprobs(sched);
-  std::vector<std::optional<StatusOr<SampleResult>>> samples(num_scheduled);
+  // Speculative decoding: a sequence with draft tokens samples at its last real position, and
+  // while the token drawn equals the draft there, at the draft's position too (its logits row
+  // follows), each draw with the tokens kept before it as its output so far. Each token is thus
+  // the one plain decoding would draw (the same logits, penalties, guide state and counter-based
+  // random draw), so the drafts change the speed, never the text.
+  std::vector<Draws> samples(num_scheduled);
   backend_->ParallelForHost(static_cast<int64_t>(num_scheduled), [&](int64_t i) {
     Choice* c = sampled[static_cast<size_t>(i)];
     if (c == nullptr) return;
-    std::span<float> logits(runner_->logits().data<float>() + runner_->sampling_index()[i] * vocab,
-                            static_cast<size_t>(vocab));
-    samples[static_cast<size_t>(i)] = c->sampler.Sample(logits, c->prompt_ids, c->output_ids);
+    const std::vector<int32_t>& drafts = sched.scheduled[static_cast<size_t>(i)].spec_token_ids;
+    Draws& d = samples[static_cast<size_t>(i)];
+    const size_t num_output = c->output_ids.size();
+    for (size_t j = 0; j <= drafts.size(); ++j) {
+      std::span<float> logits(
+          runner_->logits().data<float>() + (runner_->sampling_index()[i] + j) * vocab,
+          static_cast<size_t>(vocab));
+      StatusOr<SampleResult> sample = c->sampler.Sample(logits, c->prompt_ids, c->output_ids);
+      if (!sample.ok()) {
+        d.status = sample.status();
+        break;
+      }
+      d.tokens.push_back(std::move(*sample));
+      if (j == drafts.size() || d.tokens.back().token != drafts[j]) break;
+      c->output_ids.push_back(drafts[j]);  // kept: the next draw follows it
+    }
+    c->output_ids.resize(num_output);  // the tokens are appended in order below
   });
   std::unordered_map<std::string, size_t> out_index;  // scheduler id → index in outputs
   for (size_t i = 0; i < num_scheduled; ++i) {
@@ -451,10 +479,10 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     out.request_id = c.request_id;
     out.index = c.index;
     out.prompt_tokens = static_cast<int>(c.prompt_ids.size());
-    StatusOr<SampleResult>& sample = *samples[i];
-    if (!sample.ok()) {
+    Draws& draws = samples[i];
+    if (!draws.status.ok()) {
       // E.g. a model that produced only NaNs: end this choice, keep serving the others.
-      XI_LOG_WARN("request {}: sampling failed: {}", c.request_id, sample.status().ToString());
+      XI_LOG_WARN("request {}: sampling failed: {}", c.request_id, draws.status.ToString());
       results[i].sampled_token = eos_token_ids_.empty() ? 0 : eos_token_ids_[0];
       results[i].stop = true;
       out.finished = true;
@@ -464,16 +492,25 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
       outputs.push_back(std::move(out));
       continue;
     }
-    const int32_t token = sample->token;
-    c.output_ids.push_back(token);
-    ++generation_tokens_;
-    StopChecker::Update u = c.stop.Append(token, c.decoder.Append(token));
-    results[i].sampled_token = token;
+    if (!s.spec_token_ids.empty()) CountDrafts(s.spec_token_ids.size(), draws.tokens.size() - 1);
+    // The kept drafts and the token drawn after them, in order, until one ends the choice.
+    StopChecker::Update u;
+    size_t kept = 0;
+    for (SampleResult& sample : draws.tokens) {
+      const int32_t token = sample.token;
+      c.output_ids.push_back(token);
+      ++generation_tokens_;
+      ++kept;
+      u = c.stop.Append(token, c.decoder.Append(token));
+      out.token_ids.push_back(token);
+      out.text += u.text;
+      if (c.params.logprobs >= 0)
+        out.logprobs.push_back({token, sample.logprob, std::move(sample.top_logprobs)});
+      if (u.finish != FinishReason::kNone) break;
+    }
+    results[i].sampled_token = out.token_ids.back();
+    results[i].num_accepted_drafts = static_cast<int>(kept) - 1;
     results[i].stop = u.finish == FinishReason::kStop;
-    out.token_ids.push_back(token);
-    out.text = std::move(u.text);
-    if (c.params.logprobs >= 0)
-      out.logprobs.push_back({token, sample->logprob, std::move(sample->top_logprobs)});
     if (c.params.prompt_logprobs >= 0 && !c.prompt_logprobs_sent) {
       out.prompt_logprobs = std::move(c.prompt_logprobs);
       c.prompt_logprobs_sent = true;
@@ -509,6 +546,14 @@ StatusOr<std::vector<RequestOutput>> LLMEngine::Step() {
     ForgetFinished(it);
   }
   return outputs;
+}
+
+void LLMEngine::CountDrafts(size_t num_drafts, size_t num_accepted) {
+  ++spec_num_drafts_;
+  spec_num_draft_tokens_ += static_cast<int64_t>(num_drafts);
+  spec_num_accepted_tokens_ += static_cast<int64_t>(num_accepted);
+  for (size_t j = 0; j < num_accepted && j < spec_accepted_per_position_.size(); ++j)
+    ++spec_accepted_per_position_[j];
 }
 
 void LLMEngine::ForgetFinished(ChoiceMap::iterator choice) {
@@ -665,6 +710,10 @@ EngineStats LLMEngine::stats() const {
   e.generation_tokens = generation_tokens_;
   e.computed_tokens = runner_->num_computed_tokens();
   e.num_requests_finished = finished_;
+  e.spec_num_drafts = spec_num_drafts_;
+  e.spec_num_draft_tokens = spec_num_draft_tokens_;
+  e.spec_num_accepted_tokens = spec_num_accepted_tokens_;
+  e.spec_accepted_per_position = spec_accepted_per_position_;
   auto names = [&](const std::vector<int32_t>& ids) {
     std::vector<std::string> out;
     for (const LoraAdapterInfo& a : lora_adapters_)

@@ -95,6 +95,13 @@ struct EngineStats {
   int64_t generation_tokens = 0;     // sampled
   int64_t computed_tokens = 0;       // run through the model (prompt chunks, recompute, decode)
   int64_t num_requests_finished = 0;
+  // Speculative decoding (EngineConfig::speculative_config), as vLLM's spec_decode metrics:
+  // sequences run with drafts, their draft tokens, the drafts kept, and the drafts kept at each
+  // draft position (num_speculative_tokens entries; empty when off).
+  int64_t spec_num_drafts = 0;
+  int64_t spec_num_draft_tokens = 0;
+  int64_t spec_num_accepted_tokens = 0;
+  std::vector<int64_t> spec_accepted_per_position;
   // The LoRA adapters (their names) some running / waiting request uses (vLLM's
   // vllm:lora_requests_info), sorted.
   std::vector<std::string> running_lora_adapters, waiting_lora_adapters;
@@ -148,6 +155,14 @@ class LLMEngine {
   struct Choice;
   LLMEngine() = default;
   void FinishChoice(Choice& c, RequestOutput& out, const std::string& reason);
+  // One sequence's tokens drawn in a step: one, or under speculative decoding each kept draft and
+  // the token drawn after them (Step); `status` is a failed draw's, which ends the choice.
+  struct Draws {
+    Status status;
+    std::vector<SampleResult> tokens;
+  };
+  // A sequence ran num_drafts draft tokens and kept the first num_accepted (EngineStats).
+  void CountDrafts(size_t num_drafts, size_t num_accepted);
   // Prompt logprobs: the step's prompt positions' logits rows, added to their choices.
   void CollectPromptLogprobs(const SchedulerOutput& sched);
   // A choice the scheduler finished: counted, and dropped with its request once the last goes.
@@ -189,6 +204,8 @@ class LLMEngine {
   int64_t prompt_tokens_ = 0;
   int64_t generation_tokens_ = 0;
   int64_t finished_ = 0;
+  int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_tokens_ = 0;
+  std::vector<int64_t> spec_accepted_per_position_;
   std::vector<LoraAdapterInfo> lora_adapters_;
   int32_t next_lora_id_ = 1;
   // Removed adapters some request may still run with; dropped from the runner once none does.

@@ -58,8 +58,12 @@ Status ModelRunner::Execute(const SchedulerOutput& output) {
     }
     b.query_start.push_back(static_cast<int32_t>(b.token_ids.size()));
     if (s.needs_sampling) {
+      // The last real position, then each draft's (speculative decoding).
+      const auto k = static_cast<int32_t>(s.spec_token_ids.size());
+      XI_CHECK(k < s.num_new_tokens);
       sampling_index_[i] = static_cast<int>(b.logits_rows.size());
-      b.logits_rows.push_back(static_cast<int32_t>(b.token_ids.size() - 1));
+      const auto last = static_cast<int32_t>(b.token_ids.size() - 1);
+      for (int32_t j = k; j >= 0; --j) b.logits_rows.push_back(last - j);
     }
   }
   if (b.token_ids.empty()) return Status::Ok();

@@ -25,9 +25,10 @@ class ModelRunner {
               DType kv_dtype, bool hidden_states = false);
 
   // Runs one step. On success `logits()` holds one row per scheduled sequence whose
-  // needs_sampling is set, in the order of output.scheduled, and the prompt positions' rows
-  // each asks for (num_prompt_logits); sampling_index()[i] is the row of output.scheduled[i]'s
-  // sampled position, or -1 when it needs no sampling.
+  // needs_sampling is set, in the order of output.scheduled, followed by one per draft token it
+  // runs (spec_token_ids), and the prompt positions' rows each asks for (num_prompt_logits);
+  // sampling_index()[i] is the row of output.scheduled[i]'s sampled position (its drafts' rows
+  // follow it), or -1 when it needs no sampling.
   Status Execute(const SchedulerOutput& output);
   const Tensor& logits() const { return logits_; }
   const std::vector<int>& sampling_index() const { return sampling_index_; }

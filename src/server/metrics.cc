@@ -104,6 +104,22 @@ std::string FormatPrometheus(const AsyncEngineStats& s, const std::string& model
           static_cast<double>(e.prompt_tokens));
   Counter(out, "vllm:generation_tokens", "Number of generation tokens processed.", l,
           static_cast<double>(e.generation_tokens));
+  if (!cache.speculative_config.empty()) {
+    // vLLM's spec_decode counters (the acceptance rate is accepted / draft tokens).
+    Counter(out, "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", l,
+            static_cast<double>(e.spec_num_drafts));
+    Counter(out, "vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", l,
+            static_cast<double>(e.spec_num_draft_tokens));
+    Counter(out, "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", l,
+            static_cast<double>(e.spec_num_accepted_tokens));
+    out +=
+        "# HELP vllm:spec_decode_num_accepted_tokens_per_pos Accepted tokens per draft position.\n"
+        "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n";
+    for (size_t p = 0; p < e.spec_accepted_per_position.size(); ++p)
+      out += fmt::format(
+          "vllm:spec_decode_num_accepted_tokens_per_pos_total{{{},position=\"{}\"}} {}\n", l, p,
+          e.spec_accepted_per_position[p]);
+  }
   Counter(out, "xinfer:dropped_slow_clients",
           "Requests dropped because the client read too slowly.", l,
           static_cast<double>(s.metrics.num_dropped_slow_consumers));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "engine_test_util.h"
+#include "lora_model_util.h"
 #include "sampling/regex_dfa.h"
 #include "test_util.h"
 
@@ -199,6 +200,71 @@ TEST(EngineSpecTest, StopStringsAndGuidesEndWhereTheyWouldWithoutDrafts) {
   ExpectSameOutputs(plain, spec);
   EXPECT_GT(spec.stats.spec_num_drafts, 0);
   (void)spec_config;
+}
+
+// Drafts under the engine's other machinery: a KV cache small enough to preempt (recomputed
+// requests, drafts dropped when their blocks are not free), tensor parallelism, and LoRA
+// adapters (a draft row runs with its sequence's adapter).
+TEST(EngineSpecTest, DraftsUnderPreemptionTensorParallelismAndLora) {
+  XI_REQUIRE_SHARED("models/tinystories-656k");
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const std::string spec = R"({"method": "ngram", "num_speculative_tokens": 3,
+                               "prompt_lookup_min": 1, "prompt_lookup_max": 2})";
+  const std::vector<int32_t> prompt = {1, 80, 147, 201, 282, 215, 248, 197, 85};
+  std::vector<std::pair<std::string, EngineRequest>> requests;
+  for (int i = 0; i < 6; ++i) {
+    SamplingParams p = testing::Greedy(70);
+    p.logprobs = 0;
+    if (i % 2) {
+      p.temperature = 0.9f;
+      p.seed = 100 + i;
+    }
+    std::vector<int32_t> ids = prompt;
+    ids.push_back(300 + 17 * i);
+    requests.push_back({"r" + std::to_string(i), {ids, p}});
+  }
+  {
+    EngineConfig small = SpecEngineConfig("tinystories-656k", "");
+    small.kv_cache_memory = 0;
+    small.num_gpu_blocks_override = 64;  // 256 tokens for six requests of ~80: preemption
+    const SpecRun plain = RunRequests(small, requests);
+    small.speculative_config = spec;
+    const SpecRun drafted = RunRequests(small, requests);
+    ExpectSameOutputs(plain, drafted);
+    EXPECT_GT(plain.stats.num_preemptions, 0);
+    EXPECT_GT(drafted.stats.num_preemptions, 0);
+    EXPECT_GT(drafted.stats.spec_num_accepted_tokens, 0);
+  }
+  {
+    EngineConfig tp = SpecEngineConfig("tinystories-656k", "");
+    tp.tensor_parallel_size = 2;
+    tp.threads = 2;
+    const SpecRun plain = RunRequests(tp, requests);
+    tp.speculative_config = spec;
+    const SpecRun drafted = RunRequests(tp, requests);
+    ExpectSameOutputs(plain, drafted);
+    EXPECT_GT(drafted.stats.spec_num_accepted_tokens, 0);
+  }
+  {
+    auto folders = testing::WriteLoraAdapter("tiny-qwen3", {}, "spec");
+    EngineConfig lora = SpecEngineConfig("tiny-qwen3", "");
+    lora.enable_lora = true;
+    lora.lora_modules = {"tuned=" + folders.adapter.string()};
+    std::vector<std::pair<std::string, EngineRequest>> mixed;
+    for (int i = 0; i < 4; ++i) {
+      SamplingParams p = testing::Greedy(60);
+      p.logprobs = 0;
+      EngineRequest r{{5, 6, 7, 5, 6, 7, static_cast<int32_t>(40 + i)}, p};
+      if (i % 2 == 0) r.lora_name = "tuned";
+      mixed.push_back({"m" + std::to_string(i), r});
+    }
+    const SpecRun plain = RunRequests(lora, mixed);
+    lora.speculative_config = spec;
+    const SpecRun drafted = RunRequests(lora, mixed);
+    ExpectSameOutputs(plain, drafted);
+    EXPECT_NE(plain.done.at("m0/0").token_ids, plain.done.at("m1/0").token_ids);
+    EXPECT_GT(drafted.stats.spec_num_accepted_tokens, 0);
+  }
 }
 
 TEST(EngineSpecTest, BadSpeculativeConfigsAreRefused) {

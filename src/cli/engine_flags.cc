@@ -1,5 +1,6 @@
 #include "cli/engine_flags.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -131,6 +132,28 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* c) {
                   "K, \"prompt_lookup_max\": N, \"prompt_lookup_min\": M}: decodes also run up to "
                   "K tokens copied from where the last N..M tokens occurred before; the text is "
                   "what plain decoding gives");
+  AddAcceptedVllmFlag(cmd, "--async-scheduling",
+                      "each step is scheduled once the previous one's tokens are sampled");
+  AddAcceptedVllmFlag(cmd, "-O,--compilation-config",
+                      "there is no graph compilation: the CPU kernels run as they are", true);
+  AddAcceptedVllmFlag(cmd, "--download-dir,--revision,--tokenizer-revision,--code-revision",
+                      "the model and tokenizer are local folders or files, read as they are", true);
+  AddAcceptedVllmFlag(cmd, "--enable-sleep-mode",
+                      "there are no sleep / wake-up endpoints; the memory stays held");
+  AddAcceptedVllmFlag(
+      cmd, "--max-num-partial-prefills,--max-long-partial-prefills,--long-prefill-token-threshold",
+      "prefill chunks share the step's budget (--max-num-batched-tokens) in arrival order", true);
+  AddAcceptedVllmFlag(cmd, "--guided-decoding-backend,--structured-outputs-config",
+                      "guides are compiled and applied by this engine's own matcher", true);
+  AddAcceptedVllmFlag(cmd, "--limit-mm-per-prompt", "the models served take text only", true);
+  AddAcceptedVllmFlag(cmd, "--enable-expert-parallel",
+                      "a mixture-of-experts model runs all its experts on one rank");
+  AddRefusedVllmFlag(cmd, "--kv-transfer-config",
+                     "there is no KV transfer between instances (disaggregated prefill)", true);
+  AddRefusedVllmFlag(cmd, "--logits-processors",
+                     "logits processors are Python classes; the sampling parameters (logit_bias, "
+                     "bad_words, allowed_token_ids, min_tokens, guides) are built in",
+                     true);
   // vLLM flags that configure what this engine does not have; accepted so that a vLLM command
   // line runs unchanged, each saying why it changes nothing.
   AddAcceptedVllmFlag(cmd, "--swap-space",
@@ -161,6 +184,25 @@ CLI::Option* AddAcceptedVllmFlag(CLI::App* cmd, const std::string& names, const 
     return cmd->add_option_function<std::string>(
         names, [](const std::string&) {}, help);
   return cmd->add_flag(names)->description(help);
+}
+
+void AddRefusedVllmFlag(CLI::App* cmd, const std::string& names, const std::string& why,
+                        bool takes_value) {
+  // One option per name, so that the message names the one given.
+  for (size_t begin = 0; begin < names.size();) {
+    const size_t end = std::min(names.find(',', begin), names.size());
+    const std::string name = names.substr(begin, end - begin);
+    begin = end + 1;
+    const std::string message = name + " is not available: " + why;
+    const std::string help = "Refused (vLLM's): " + why;
+    if (takes_value) {
+      cmd->add_option_function<std::string>(
+          name, [message](const std::string&) { throw CLI::ValidationError(message); }, help);
+    } else {
+      cmd->add_flag_callback(
+          name, [message] { throw CLI::ValidationError(message); }, help);
+    }
+  }
 }
 
 std::vector<std::string> ExpandVllmShortFlags(std::vector<std::string> args) {

@@ -18,6 +18,12 @@ void AddEngineFlags(CLI::App* cmd, EngineConfig* config);
 CLI::Option* AddAcceptedVllmFlag(CLI::App* cmd, const std::string& names, const std::string& why,
                                  bool takes_value = false);
 
+// A vLLM flag whose machinery this build does not have and whose absence would change what a
+// deployment does (TLS, Python plugins): refused when given, with "<name> is not available: "
+// and `why`, rather than silently run another way.
+void AddRefusedVllmFlag(CLI::App* cmd, const std::string& names, const std::string& why,
+                        bool takes_value = false);
+
 // vLLM's two-letter short flags (-tp, -pp, -dp, also as -tp=N), which CLI11 cannot name, spelled
 // out as the long flags AddEngineFlags registers; every other argument unchanged.
 std::vector<std::string> ExpandVllmShortFlags(std::vector<std::string> args);

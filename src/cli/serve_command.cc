@@ -39,6 +39,9 @@ struct ServeFlags {
   bool disable_log_stats = false;
   bool enable_log_requests = false;
   int max_log_len = -1;
+  std::string response_role = "assistant";
+  bool return_tokens_as_token_ids = false;
+  bool enable_force_include_usage = false;
 };
 
 // vLLM's VLLM_LOG_STATS_INTERVAL: seconds between stats lines (default 10).
@@ -65,6 +68,10 @@ int RunServe(const ServeFlags& f) {
     o.config.served_model_aliases.assign(f.served_model_names.begin() + 1,
                                          f.served_model_names.end());
   o.config.model_path = f.engine.model;
+  if (f.response_role.empty()) return ReportError(InvalidArgument("--response-role is empty"));
+  o.config.response_role = f.response_role;
+  o.config.return_tokens_as_token_ids = f.return_tokens_as_token_ids;
+  o.config.enable_force_include_usage = f.enable_force_include_usage;
   // vLLM reads it as a boolean: "1" or "true" (any case) turn it on.
   if (const char* env = std::getenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING")) {
     std::string v = env;
@@ -205,6 +212,23 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                 "Let browsers send credentials (cookies, HTTP auth) cross-origin");
   AddAcceptedVllmFlag(cmd, "--enable-prompt-tokens-details",
                       "usage.prompt_tokens_details.cached_tokens is always sent");
+  cmd->add_option("--response-role", f->response_role,
+                  "Role of chat answers to prompts that end with the generation prompt (default "
+                  "assistant)");
+  cmd->add_flag("--return-tokens-as-token-ids", f->return_tokens_as_token_ids,
+                "Name logprobs' tokens token_id:<id> instead of their text");
+  cmd->add_flag("--enable-force-include-usage", f->enable_force_include_usage,
+                "End every streamed answer with a usage chunk (as stream_options.include_usage)");
+  AddAcceptedVllmFlag(cmd, "--disable-frontend-multiprocessing",
+                      "the HTTP server and the engine are threads of one process");
+  AddAcceptedVllmFlag(cmd, "--root-path",
+                      "routes are served at /; a proxy in front strips its own prefix", true);
+  AddRefusedVllmFlag(cmd, "--ssl-keyfile,--ssl-certfile,--ssl-ca-certs,--ssl-cert-reqs",
+                     "the server speaks plain HTTP; terminate TLS in a proxy in front of it "
+                     "(nginx, envoy)",
+                     true);
+  AddRefusedVllmFlag(cmd, "--middleware,--tool-parser-plugin",
+                     "they load Python code; the tool-call parser is built in (hermes)", true);
   // Test-only: see AsyncEngineOptions::scripted_output_file. Hidden (empty group).
   cmd->add_option("--debug-scripted-output", f->debug_scripted_output)->group("");
   AddEngineFlags(cmd, &f->engine);

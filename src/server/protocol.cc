@@ -51,6 +51,8 @@ Status ParseCommon(const json& body, const ProtocolContext& ctx, GenerationReque
     r.include_usage = IsTrue(so, "include_usage");
     r.continuous_usage_stats = IsTrue(so, "continuous_usage_stats");
   }
+  if (r.stream && ctx.config.enable_force_include_usage) r.include_usage = true;
+  r.tokens_as_ids = ctx.config.return_tokens_as_token_ids;
   if (body.contains("priority") && !body["priority"].is_null()) {
     auto priority = JsonInt32(body["priority"]);
     if (!priority) return InvalidArgument("priority must be a 32-bit integer");
@@ -422,6 +424,10 @@ StatusOr<GenerationRequest> ParseChatRequest(const json& body, const ProtocolCon
       return InvalidArgument("add_generation_prompt must be a boolean");
     chat["add_generation_prompt"] = body["add_generation_prompt"];
   }
+  // As vLLM's get_chat_request_role.
+  r.role = chat.value("add_generation_prompt", true) || chat["messages"].empty()
+               ? ctx.config.response_role
+               : chat["messages"].back().value("role", ctx.config.response_role);
   if (ctx.prompts == nullptr) return NoChatTemplate();
   auto ids = ctx.prompts->Build(chat);
   if (!ids.ok()) {

@@ -62,6 +62,15 @@ struct ServerConfig {
   std::shared_ptr<LoraNames> loras = std::make_shared<LoraNames>();
   // VLLM_ALLOW_RUNTIME_LORA_UPDATING: /v1/load_lora_adapter and /v1/unload_lora_adapter exist.
   bool allow_runtime_lora_updating = false;
+  // vLLM's --response-role: the role of a chat answer to a prompt that ends with the generation
+  // prompt (add_generation_prompt, the default); otherwise the final message's role.
+  std::string response_role = "assistant";
+  // vLLM's --return-tokens-as-token-ids: logprobs name each token "token_id:<id>" instead of its
+  // text (tokens that are not valid UTF-8 alone stay identifiable).
+  bool return_tokens_as_token_ids = false;
+  // vLLM's --enable-force-include-usage: every streamed answer ends with a usage chunk, as if
+  // stream_options.include_usage were set.
+  bool enable_force_include_usage = false;
 };
 
 // What parsing needs besides the body.
@@ -93,6 +102,8 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;           // stream_options.include_usage
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats (vLLM)
+  std::string role = "assistant";       // chat: the answer's role (ServerConfig::response_role)
+  bool tokens_as_ids = false;           // ServerConfig::return_tokens_as_token_ids
   bool parse_tool_calls = false;        // tools given, tool_choice auto, hermes parser on
   // tool_choice naming a function: the output is its arguments (guided by its parameters
   // schema), returned as one call of it with content "" (as vLLM does).

@@ -56,15 +56,19 @@ std::string ResponseBuilder::TokenText(int32_t id) const {
   return tokenizer_.Decode(ids);
 }
 
+std::string ResponseBuilder::LogprobToken(int32_t id) const {
+  return req_.tokens_as_ids ? "token_id:" + std::to_string(id) : TokenText(id);
+}
+
 json ResponseBuilder::ChatLogprobs(const std::vector<TokenLogprobs>& lps) const {
   json content = json::array();
   for (const TokenLogprobs& lp : lps) {
     json top = json::array();
     for (const TokenLogprob& t : lp.top) {
-      std::string s = TokenText(t.id);
+      std::string s = LogprobToken(t.id);
       top.push_back({{"token", s}, {"logprob", Lp(t.logprob)}, {"bytes", Bytes(s)}});
     }
-    std::string s = TokenText(lp.token);
+    std::string s = LogprobToken(lp.token);
     content.push_back(
         {{"token", s}, {"logprob", Lp(lp.logprob)}, {"bytes", Bytes(s)}, {"top_logprobs", top}});
   }
@@ -77,7 +81,7 @@ json ResponseBuilder::CompletionLogprobs(const std::vector<TokenLogprobs>& lps, 
   json tokens = json::array(), token_lps = json::array(), tops = json::array(),
        offsets = json::array();
   auto add = [&](int32_t id, const TokenLogprobs* lp) {
-    const std::string s = TokenText(id);
+    const std::string s = LogprobToken(id);
     tokens.push_back(s);
     offsets.push_back(*offset);
     *offset += s.size();
@@ -88,7 +92,7 @@ json ResponseBuilder::CompletionLogprobs(const std::vector<TokenLogprobs>& lps, 
     }
     token_lps.push_back(Lp(lp->logprob));
     json top = json::object();
-    for (const TokenLogprob& t : lp->top) top[TokenText(t.id)] = Lp(t.logprob);
+    for (const TokenLogprob& t : lp->top) top[LogprobToken(t.id)] = Lp(t.logprob);
     top[s] = Lp(lp->logprob);
     tops.push_back(top);
   };
@@ -172,7 +176,7 @@ std::string ResponseBuilder::StreamStart() {
   if (req_.endpoint != Endpoint::kChat) return "";
   std::string s;
   for (const Choice& c : choices_)
-    s += ChatChunk(c, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, "");
+    s += ChatChunk(c, {{"role", req_.role}, {"content", ""}}, nullptr, nullptr, "");
   return s;
 }
 
@@ -312,7 +316,7 @@ json ResponseBuilder::Response() {
         if (reason == "stop") reason = "tool_calls";
       }
     }
-    json message = {{"role", "assistant"},
+    json message = {{"role", req_.role},
                     {"content", content},
                     {"reasoning_content", reasoning},
                     {"tool_calls", tool_calls}};

@@ -72,6 +72,8 @@ class ResponseBuilder : public OutputBuilder {
   // decoded_token}} with the prompt token and its top alternatives.
   nlohmann::ordered_json PromptLogprobs(const std::vector<TokenLogprobs>& lps) const;
   std::string TokenText(int32_t id) const;
+  // A logprobs entry's token: its text, or "token_id:<id>" (GenerationRequest::tokens_as_ids).
+  std::string LogprobToken(int32_t id) const;
   std::string ChatChunk(const Choice& c, nlohmann::ordered_json delta,
                         const nlohmann::ordered_json& logprobs, const char* finish_reason,
                         const std::string& stop_reason) const;

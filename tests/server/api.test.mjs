@@ -825,6 +825,55 @@ describe('vLLM flags', { skip: skipUnless(STORIES) }, () => {
       /VLLM_LOG_STATS_INTERVAL must be seconds in \(0, 86400\], got 'soon'/);
   });
 
+  test('--response-role, --return-tokens-as-token-ids and --enable-force-include-usage as vLLM; '
+    + 'TLS and Python plugins refused by name', { skip: skipUnless(QWEN) }, async () => {
+    const srv = await startServer(QWEN, ['--response-role', 'bot', '--return-tokens-as-token-ids',
+      '--enable-force-include-usage', '--disable-frontend-multiprocessing', '--root-path', '/api',
+      '--async-scheduling', '-O3', '--enable-sleep-mode', '--limit-mm-per-prompt', '{"image": 0}',
+      '--long-prefill-token-threshold', '512', '--revision', 'main',
+      '--structured-outputs-config', '{"backend": "xgrammar"}', '--enable-expert-parallel']);
+    try {
+      const client = srv.client();
+      const messages = [{ role: 'user', content: 'Hello' }];
+      const chat = await client.chat.completions.create({ model: 'test-model', messages,
+        max_tokens: 3, temperature: 0, logprobs: true, top_logprobs: 2 });
+      assert.equal(chat.choices[0].message.role, 'bot');
+      for (const lp of chat.choices[0].logprobs.content) {
+        assert.match(lp.token, /^token_id:\d+$/);
+        assert.deepEqual(lp.bytes, [...Buffer.from(lp.token)]);
+        for (const t of lp.top_logprobs) assert.match(t.token, /^token_id:\d+$/);
+      }
+      // Without the generation prompt the answer continues the final message, in its role.
+      const cont = await client.chat.completions.create({ model: 'test-model', max_tokens: 2,
+        messages: [...messages, { role: 'assistant', content: 'Hi' }], add_generation_prompt: false,
+        continue_final_message: true, temperature: 0 });
+      assert.equal(cont.choices[0].message.role, 'assistant');
+      // Streamed: the role delta, and a usage chunk the request did not ask for.
+      const chunks = [];
+      for await (const c of await client.chat.completions.create({ model: 'test-model', messages,
+        max_tokens: 3, temperature: 0, stream: true })) chunks.push(c);
+      assert.equal(chunks[0].choices[0].delta.role, 'bot');
+      assert.equal(chunks.at(-1).usage.completion_tokens, 3);
+      const completion = await client.completions.create({ model: 'test-model', prompt: 'Hello',
+        max_tokens: 3, temperature: 0, logprobs: 1 });
+      const tokens = completion.choices[0].logprobs.tokens;
+      assert.ok(tokens.every((t) => /^token_id:\d+$/.test(t)), JSON.stringify(tokens));
+      assert.deepEqual(completion.choices[0].logprobs.text_offset,
+        tokens.map((_, i) => tokens.slice(0, i).join('').length));
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
+    }
+    for (const [args, message] of [
+      [['--ssl-keyfile', 'key.pem'], /--ssl-keyfile is not available: the server speaks plain HTTP/],
+      [['--ssl-certfile', 'cert.pem'], /--ssl-certfile is not available/],
+      [['--middleware', 'my.Mw'], /--middleware is not available: they load Python code/],
+      [['--logits-processors', 'my.Proc'], /--logits-processors is not available/],
+      [['--kv-transfer-config', '{}'], /--kv-transfer-config is not available/],
+      [['--response-role', ''], /--response-role is empty/]]) {
+      await assert.rejects(startServer(QWEN, args), (e) => message.test(e.message), String(args));
+    }
+  });
+
   test('--max-logprobs raises the logprobs a request may ask for', async () => {
     const srv = await startServer(STORIES, ['--max-logprobs', '30'], { name: 'stories' });
     try {

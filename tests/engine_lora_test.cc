@@ -128,14 +128,53 @@ TEST(EngineLoraTest, BadLoraSettingsAreRefused) {
   auto m = ParseLoraModule(c.lora_modules[0]);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->base_model_name, "m");
-  c.tensor_parallel_size = 2;
-  EXPECT_EQ(c.Validate().code(), StatusCode::kUnimplemented);
-  c.tensor_parallel_size = 1;
   c.max_lora_rank = 0;
   EXPECT_EQ(c.Validate().message(), "max_lora_rank must be >= 1, got 0");
   c.max_lora_rank = 16;
   c.max_loras = 0;
   EXPECT_EQ(c.Validate().message(), "max_loras must be >= 1, got 0");
+}
+
+// Tensor parallelism: each rank holds its slices of the adapter (B's output rows for q/k/v and
+// gate/up, A's input columns for o and down), and the ranks' sum is the one-rank result — with
+// 2 ranks (a key-value head each) and 4 (more ranks than key-value heads: each computes the one
+// its queries use).
+TEST(EngineLoraTest, TensorParallelRanksGiveTheOneRankAdaptersOutputs) {
+  XI_REQUIRE_SHARED("models/tiny-qwen3");
+  const std::string base_dir = testing::SharedDir() + "/models/tiny-qwen3";
+  auto f = testing::WriteLoraAdapter("tiny-qwen3", {}, "engine_tp");
+  auto run = [&](int tp) {
+    EngineConfig c = LoraEngineConfig(base_dir);
+    c.enable_lora = true;
+    c.lora_modules = {"tuned=" + f.adapter.string()};
+    c.tensor_parallel_size = tp;
+    c.threads = std::max(tp, 2);
+    c.cpu_threads_bind = "nobind";  // 4 ranks on 2 CPUs
+    auto engine = LLMEngine::Create(c);
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    if (!engine.ok()) return std::map<std::string, testing::Completed>{};
+    for (int i = 0; i < 3; ++i) {
+      EngineRequest r{{5, 6, 7, static_cast<int32_t>(100 + 31 * i)}, GreedyWithLogprobs(10)};
+      if (i != 1) r.lora_name = "tuned";
+      EXPECT_TRUE((*engine)->AddRequest(std::to_string(i), r).ok());
+    }
+    return RunToCompletion(**engine);
+  };
+  const auto one = run(1);
+  ASSERT_EQ(one.size(), 3u);
+  EXPECT_NE(one.at("0/0").token_ids, one.at("1/0").token_ids);
+  for (int tp : {2, 4}) {
+    const auto split = run(tp);
+    ASSERT_EQ(split.size(), 3u) << tp;
+    for (const auto& [id, want] : one) {
+      const testing::Completed& got = split.at(id);
+      EXPECT_EQ(got.token_ids, want.token_ids) << "tp " << tp << " " << id;
+      ASSERT_EQ(got.logprobs.size(), want.logprobs.size());
+      for (size_t t = 0; t < want.logprobs.size(); ++t)
+        EXPECT_NEAR(got.logprobs[t].logprob, want.logprobs[t].logprob, 1e-4)
+            << "tp " << tp << " " << id << " " << t;
+    }
+  }
 }
 
 }  // namespace

@@ -127,9 +127,6 @@ Status EngineConfig::Validate() const {
                          device);
   if (!lora_modules.empty() && !enable_lora)
     return InvalidArgument("--lora-modules needs --enable-lora");
-  if (enable_lora && tensor_parallel_size > 1)
-    return Unimplemented("LoRA adapters do not run tensor parallel yet (--enable-lora with {})",
-                         RanksName());
   if (max_lora_rank < 1)
     return InvalidArgument("max_lora_rank must be >= 1, got {}", max_lora_rank);
   if (max_loras < 1) return InvalidArgument("max_loras must be >= 1, got {}", max_loras);

@@ -149,8 +149,8 @@ struct EngineConfig {
   std::string distributed_executor_backend = "mp";
   // vLLM's LoRA settings: --enable-lora turns adapters on; --lora-modules are served from the
   // start, each under its own name (requests pick one by `model`); --max-lora-rank refuses larger
-  // adapters; --max-loras caps the distinct adapters running at once (SchedulerConfig).
-  // Refused with tensor parallelism.
+  // adapters; --max-loras caps the distinct adapters running at once (SchedulerConfig). Under
+  // tensor parallelism each rank holds its slices of an adapter (model/lora.h ShardLoraLayers).
   bool enable_lora = false;
   std::vector<std::string> lora_modules;
   int max_lora_rank = 16;

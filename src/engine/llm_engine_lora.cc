@@ -14,7 +14,7 @@ Status LLMEngine::AddLoraAdapter(const LoraModule& module) {
   if (std::any_of(lora_adapters_.begin(), lora_adapters_.end(),
                   [&](const LoraAdapterInfo& a) { return a.name == module.name; }))
     return InvalidArgument("a LoRA adapter named '{}' is already loaded", module.name);
-  auto adapter = LoadLoraAdapter(module.path, model_->config(), config_.max_lora_rank, *backend_);
+  auto adapter = model_->LoadLora(module.path, config_.max_lora_rank);
   if (!adapter.ok())
     return adapter.status().WithContext(fmt::format("LoRA adapter '{}'", module.name));
   const int32_t id = next_lora_id_++;

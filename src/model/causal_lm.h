@@ -69,6 +69,11 @@ class CausalLM {
   // outside the vocabulary and inconsistent batches are reported as Status before anything is
   // written.
   virtual Status Forward(const ForwardBatch& batch, PagedKvCache& cache, Tensor& logits) = 0;
+  // LoRA (model/lora.h): the adapter in folder `dir`, ready for this model's Forward (placed on
+  // its backend, or under tensor parallelism each rank's slices on that rank's). Errors as
+  // LoadLoraAdapter's. Called on the thread that calls Forward, between Forwards.
+  virtual StatusOr<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& dir,
+                                                                int max_lora_rank) = 0;
 };
 
 // How the loader holds the weights it reads.

@@ -9,6 +9,7 @@
 
 #include "base/mapped_file.h"
 #include "formats/safetensors.h"
+#include "model/layers/decoder_shard.h"
 
 namespace xinfer {
 namespace {
@@ -112,6 +113,15 @@ std::array<int64_t, 2> LoraTargetShape(const ModelConfig& c, int target) {
 StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& dir,
                                                              const ModelConfig& config,
                                                              int max_lora_rank, Backend& backend) {
+  XI_ASSIGN_OR_RETURN(std::shared_ptr<LoraAdapter> adapter,
+                      ReadLoraAdapter(dir, config, max_lora_rank));
+  PlaceLoraAdapter(*adapter, backend);
+  return std::shared_ptr<const LoraAdapter>(std::move(adapter));
+}
+
+StatusOr<std::shared_ptr<LoraAdapter>> ReadLoraAdapter(const std::string& dir,
+                                                       const ModelConfig& config,
+                                                       int max_lora_rank) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return NotFound("LoRA adapter folder {} does not exist", dir);
   const std::string config_path = (fs::path(dir) / "adapter_config.json").string();
@@ -132,7 +142,6 @@ StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& 
   adapter->path = dir;
   adapter->rank = settings.rank;
   adapter->layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  std::vector<Backend::WeightToPlace> to_place;
   for (const auto& [name, info] : file->tensors()) {
     const std::optional<ParsedName> p = ParseTensorName(name);
     if (!p)
@@ -171,24 +180,81 @@ StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& 
         return InvalidArgument("{}: layer {} {} has lora_{} but not lora_{}", weights_path, l,
                                kTargetNames[t], pair.a.empty() ? "B" : "A",
                                pair.a.empty() ? "A" : "B");
-      if (pair.a.empty()) continue;
-      ++pairs;
-      to_place.push_back({pair.a, /*linear=*/true});
-      to_place.push_back({pair.b, /*linear=*/true});
+      if (!pair.a.empty()) ++pairs;
     }
   }
   if (pairs == 0) return InvalidArgument("{}: the adapter has no LoRA tensors", weights_path);
+  return adapter;
+}
+
+void PlaceLoraAdapter(LoraAdapter& adapter, Backend& backend) {
+  std::vector<Backend::WeightToPlace> to_place;
+  for (const LoraLayer& layer : adapter.layers)
+    for (const LoraPair& pair : layer) {
+      if (pair.a.empty()) continue;
+      to_place.push_back({pair.a, /*linear=*/true});
+      to_place.push_back({pair.b, /*linear=*/true});
+    }
   std::vector<Tensor> placed = backend.PlaceWeights(to_place);
   size_t next = 0;
-  for (auto& layer : adapter->layers) {
+  for (LoraLayer& layer : adapter.layers) {
     for (LoraPair& pair : layer) {
       if (pair.a.empty()) continue;
       pair.a = placed[next++];
       pair.b = placed[next++];
-      adapter->bytes += pair.a.size_bytes() + pair.b.size_bytes();
+      adapter.bytes += pair.a.size_bytes() + pair.b.size_bytes();
     }
   }
-  return std::shared_ptr<const LoraAdapter>(std::move(adapter));
+}
+
+namespace {
+
+// Host copies of rows [begin, end) / columns [begin, end) of a 2-D host F32 tensor.
+Tensor CopyRowRange(const Tensor& t, int64_t begin, int64_t end) {
+  const int64_t cols = t.dim(1);
+  Tensor out = NewHostTensor(DType::kF32, {end - begin, cols});
+  std::copy(t.data<float>() + begin * cols, t.data<float>() + end * cols, out.data<float>());
+  return out;
+}
+
+Tensor CopyColumnRange(const Tensor& t, int64_t begin, int64_t end) {
+  const int64_t rows = t.dim(0), cols = t.dim(1);
+  Tensor out = NewHostTensor(DType::kF32, {rows, end - begin});
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(t.data<float>() + r * cols + begin, t.data<float>() + r * cols + end,
+              out.data<float>() + r * (end - begin));
+  return out;
+}
+
+}  // namespace
+
+std::vector<LoraLayer> ShardLoraLayers(const LoraAdapter& whole, const DecoderShard& shard,
+                                       const ModelConfig& config) {
+  const int64_t hd = config.head_dim;
+  // Each target's slice: of B's rows (column-parallel) or of A's columns (row-parallel).
+  const std::pair<int64_t, int64_t> q{shard.q_head_begin * hd,
+                                      (shard.q_head_begin + shard.q_heads) * hd};
+  const std::pair<int64_t, int64_t> kv{shard.kv_head_begin * hd,
+                                       (shard.kv_head_begin + shard.kv_heads) * hd};
+  const std::pair<int64_t, int64_t> mlp{shard.intermediate_begin,
+                                        shard.intermediate_begin + shard.intermediate};
+  const std::pair<int64_t, int64_t> ranges[kNumLoraTargets] = {q, kv, kv, q, mlp, mlp, mlp};
+  std::vector<LoraLayer> layers(whole.layers.size());
+  for (size_t l = 0; l < whole.layers.size(); ++l)
+    for (int t = 0; t < kNumLoraTargets; ++t) {
+      const LoraPair& pair = whole.layers[l][t];
+      if (pair.empty()) continue;
+      const auto [begin, end] = ranges[t];
+      LoraPair& part = layers[l][t];
+      if (t == kLoraO || t == kLoraDown) {
+        part.a = CopyColumnRange(pair.a, begin, end);
+        part.b = pair.b;
+      } else {
+        part.a = pair.a;
+        part.b = CopyRowRange(pair.b, begin, end);
+      }
+    }
+  return layers;
 }
 
 }  // namespace xinfer

@@ -5,8 +5,8 @@
 // W + s B A does.
 //
 // Ownership: a LoraAdapter holds its (placed, F32) tensors; it is shared (shared_ptr) by the
-// engine's registry and whatever runs it, and immutable after LoadLoraAdapter, so any thread may
-// read it.
+// engine's registry and whatever runs it, and immutable once loaded (LoadLoraAdapter,
+// CausalLM::LoadLora), so any thread may read it.
 #pragma once
 
 #include <array>
@@ -37,12 +37,23 @@ struct LoraPair {
   bool empty() const { return a.empty(); }
 };
 
+using LoraLayer = std::array<LoraPair, kNumLoraTargets>;
+
 struct LoraAdapter {
   std::string path;
   int rank = 0;  // the largest rank of its projections
-  std::vector<std::array<LoraPair, kNumLoraTargets>> layers;
-  size_t bytes = 0;  // of its tensors as held
+  std::vector<LoraLayer> layers;
+  // Tensor parallelism: rank r of the model computes with shards[r], its slices of the pairs
+  // (ShardLoraLayers) on its own backend; `layers` is then empty. Empty for a one-rank model.
+  std::vector<std::vector<LoraLayer>> shards;
+  size_t bytes = 0;  // of its tensors as held (every rank's)
+  // The layers the model's rank `shard_rank` computes with.
+  const std::vector<LoraLayer>& LayersFor(int shard_rank) const {
+    return shards.empty() ? layers : shards[static_cast<size_t>(shard_rank)];
+  }
 };
+
+struct DecoderShard;  // model/layers/decoder_shard.h
 
 // Reads a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors) for a model of
 // `config`: tensors `base_model.model.model.layers.N.{self_attn,mlp}.<proj>.lora_{A,B}.weight`,
@@ -54,5 +65,19 @@ struct LoraAdapter {
 StatusOr<std::shared_ptr<const LoraAdapter>> LoadLoraAdapter(const std::string& dir,
                                                              const ModelConfig& config,
                                                              int max_lora_rank, Backend& backend);
+// LoadLoraAdapter's two halves: the checked tensors as read (host F32, scale folded into B, not
+// placed), and their placement on `backend` (bytes counted).
+StatusOr<std::shared_ptr<LoraAdapter>> ReadLoraAdapter(const std::string& dir,
+                                                       const ModelConfig& config,
+                                                       int max_lora_rank);
+void PlaceLoraAdapter(LoraAdapter& adapter, Backend& backend);
+
+// Tensor parallelism: the slices of `whole`'s (host, unplaced) pairs that rank `shard` computes
+// with, as the decoder's weights are split (decoder_shard.h). A column-parallel projection
+// (q/k/v, gate/up) keeps A whole and takes its output rows of B; a row-parallel one (o, down)
+// takes its input columns of A and keeps B whole, so each rank's (x_r A_r^T) B^T is its share of
+// the sum the all-reduce after the projection adds up. Host copies.
+std::vector<LoraLayer> ShardLoraLayers(const LoraAdapter& whole, const DecoderShard& shard,
+                                       const ModelConfig& config);
 
 }  // namespace xinfer

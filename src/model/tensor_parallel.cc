@@ -11,6 +11,7 @@
 #include "base/spin_wait.h"
 #include "model/causal_lm.h"
 #include "model/layers/decoder_shard.h"
+#include "model/lora.h"
 
 namespace xinfer {
 namespace {
@@ -76,8 +77,10 @@ class RankThreads {
 class TensorParallelLM : public CausalLM {
  public:
   TensorParallelLM(std::vector<std::unique_ptr<CausalLM>> ranks, std::span<Backend* const> backends,
-                   int64_t num_parameters)
+                   std::vector<DecoderShard> shards, int64_t num_parameters)
       : ranks_(std::move(ranks)),
+        backends_(backends.begin(), backends.end()),
+        shards_(std::move(shards)),
         num_parameters_(num_parameters),
         threads_(backends),
         rank_caches_(ranks_.size()),
@@ -92,6 +95,24 @@ class TensorParallelLM : public CausalLM {
     size_t bytes = 0;
     for (const auto& r : ranks_) bytes += r->kv_bytes_per_token(kv_dtype);
     return bytes;
+  }
+
+  // The whole adapter read once, each rank's slices placed on its backend.
+  StatusOr<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& dir,
+                                                        int max_lora_rank) override {
+    XI_ASSIGN_OR_RETURN(std::shared_ptr<LoraAdapter> whole,
+                        ReadLoraAdapter(dir, config(), max_lora_rank));
+    auto adapter = std::make_shared<LoraAdapter>();
+    adapter->path = whole->path;
+    adapter->rank = whole->rank;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      LoraAdapter part;
+      part.layers = ShardLoraLayers(*whole, shards_[r], config());
+      PlaceLoraAdapter(part, *backends_[r]);
+      adapter->bytes += part.bytes;
+      adapter->shards.push_back(std::move(part.layers));
+    }
+    return std::shared_ptr<const LoraAdapter>(std::move(adapter));
   }
 
   // The ranks' per-layer tensors one after another: rank r's layers at [r * L, (r + 1) * L).
@@ -135,6 +156,8 @@ class TensorParallelLM : public CausalLM {
 
  private:
   std::vector<std::unique_ptr<CausalLM>> ranks_;
+  std::vector<Backend*> backends_;
+  std::vector<DecoderShard> shards_;
   int64_t num_parameters_ = 0;
   size_t weight_bytes_ = 0;
   RankThreads threads_;
@@ -176,7 +199,8 @@ StatusOr<std::unique_ptr<CausalLM>> LoadCausalLM(const std::string& model_dir,
                                      *ranks[r], options));
   }
   return std::unique_ptr<CausalLM>(
-      std::make_unique<TensorParallelLM>(std::move(models), ranks, num_parameters));
+      std::make_unique<TensorParallelLM>(std::move(models), ranks, std::move(shards),
+                                         num_parameters));
 }
 
 }  // namespace xinfer

@@ -41,6 +41,12 @@ class DecoderLM : public CausalLM {
            DTypeSize(kv_dtype);
   }
 
+  StatusOr<std::shared_ptr<const LoraAdapter>> LoadLora(const std::string& dir,
+                                                        int max_lora_rank) override {
+    XI_CHECK_MSG(shard_.whole(), "a tensor-parallel rank's adapters come from its model");
+    return LoadLoraAdapter(dir, config_, max_lora_rank, backend_);
+  }
+
   PagedKvCache NewKvCache(int32_t num_blocks, int32_t block_size, DType kv_dtype) override {
     XI_CHECK_MSG(IsSupportedKvCacheDType(kv_dtype), "unsupported KV cache dtype");
     PagedKvCache cache;
@@ -212,7 +218,7 @@ class DecoderLM : public CausalLM {
   void ApplyLora(Ops& ops, const Tensor& x, int layer, std::span<const LoraOut> outs) {
     for (size_t g = 0; g < num_lora_groups_; ++g) {
       const LoraGroup& grp = lora_groups_[g];
-      const auto& pairs = grp.adapter->layers[layer];
+      const auto& pairs = grp.adapter->LayersFor(shard_.rank)[layer];
       if (std::none_of(outs.begin(), outs.end(),
                        [&](const LoraOut& o) { return !pairs[o.target].empty(); }))
         continue;
@@ -396,8 +402,9 @@ class DecoderLM : public CausalLM {
       if (b.loras.size() != seqs) return Internal("loras has the wrong size");
       for (const LoraAdapter* a : b.loras) {
         if (a == nullptr) continue;
-        if (!shard_.whole()) return Internal("LoRA adapters do not run tensor parallel");
-        if (a->layers.size() != static_cast<size_t>(config_.num_hidden_layers))
+        if (a->shards.size() != (shard_.whole() ? 0u : static_cast<size_t>(shard_.size)))
+          return Internal("a LoRA adapter not split for this model's ranks");
+        if (a->LayersFor(shard_.rank).size() != static_cast<size_t>(config_.num_hidden_layers))
           return Internal("a LoRA adapter for another model");
       }
     }

@@ -38,25 +38,7 @@ SpecRun RunRequests(const EngineConfig& config,
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
   if (!engine.ok()) return run;
   for (const auto& [id, r] : requests) EXPECT_TRUE((*engine)->AddRequest(id, r).ok()) << id;
-  while ((*engine)->HasUnfinishedRequests() && run.steps < 10000) {
-    auto outputs = (*engine)->Step();
-    EXPECT_TRUE(outputs.ok()) << outputs.status().ToString();
-    if (!outputs.ok()) break;
-    for (RequestOutput& o : *outputs) {
-      Completed& c = run.done[o.request_id + "/" + std::to_string(o.index)];
-      EXPECT_EQ(o.token_ids.size(),
-                o.logprobs.size() == 0 ? o.token_ids.size() : o.logprobs.size());
-      c.token_ids.insert(c.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
-      c.text += o.text;
-      c.logprobs.insert(c.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
-      c.completion_tokens = o.completion_tokens;
-      if (o.finished) {
-        c.finish_reason = o.finish_reason;
-        c.stop_reason = o.stop_reason;
-      }
-    }
-    ++run.steps;
-  }
+  run.done = testing::RunToCompletion(**engine, 10000, &run.steps);
   run.stats = (*engine)->stats();
   return run;
 }
@@ -72,6 +54,10 @@ void ExpectSameOutputs(const SpecRun& plain, const SpecRun& spec) {
     EXPECT_EQ(got.finish_reason, want.finish_reason) << id;
     EXPECT_EQ(got.stop_reason, want.stop_reason) << id;
     EXPECT_EQ(got.completion_tokens, want.completion_tokens) << id;
+    // A step's drafted tokens each come with their logprobs.
+    if (!got.logprobs.empty()) {
+      EXPECT_EQ(got.logprobs.size(), got.token_ids.size()) << id;
+    }
     ASSERT_EQ(got.logprobs.size(), want.logprobs.size()) << id;
     for (size_t t = 0; t < want.logprobs.size(); ++t) {
       // The same kernels on the same rows (batch invariance): bitwise the same.

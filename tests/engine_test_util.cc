@@ -12,9 +12,10 @@ SamplingParams Greedy(int max_tokens) {
   return p;
 }
 
-std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_steps) {
+std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_steps, int* steps) {
   std::map<std::string, Completed> done;
   for (int step = 0; step < max_steps && engine.HasUnfinishedRequests(); ++step) {
+    if (steps) *steps = step + 1;
     auto outputs = engine.Step();
     if (!outputs.ok()) {
       ADD_FAILURE() << "engine step failed: " << outputs.status().ToString();

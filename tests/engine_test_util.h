@@ -29,7 +29,9 @@ struct Completed {
 SamplingParams Greedy(int max_tokens);
 
 // Steps `engine` until it is idle; returns every choice's accumulated output keyed by
-// "<request id>/<index>". Fails the test (returns what it has) on an engine error.
-std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_steps = 100000);
+// "<request id>/<index>" (and the steps taken in *steps when given). Fails the test (returns
+// what it has) on an engine error.
+std::map<std::string, Completed> RunToCompletion(LLMEngine& engine, int max_steps = 100000,
+                                                 int* steps = nullptr);
 
 }  // namespace xinfer::testing
